@@ -1,0 +1,65 @@
+# kinesis-shards: build, test and demo. `make test` and `make demo` do all the
+# set-up on a fresh machine (Go modules, the emulators' npm packages).
+
+GO       ?= go
+BIN      ?= bin/kinesis-shards
+EMU_DIR  := testdata/emulator
+# npm ci writes this file last; it is newer than the lock once installed.
+EMU_MARK := $(EMU_DIR)/node_modules/.package-lock.json
+PKG      := github.com/kinesis-shards/kinesis-shards
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS  := -s -w -X $(PKG)/cmd.version=$(VERSION) -X $(PKG)/cmd.commit=$(COMMIT) -X $(PKG)/cmd.date=$(DATE)
+TEST_TIMEOUT ?= 30m
+FUZZTIME ?= 30s
+
+.PHONY: all build test test-kinesalite lint fmt vet fuzz bench demo emulator clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+# The emulators (kinesis-mock and kinesalite) from the pinned lock file.
+emulator: $(EMU_MARK)
+
+$(EMU_MARK): $(EMU_DIR)/package.json $(EMU_DIR)/package-lock.json
+	cd $(EMU_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# Every test, against kinesis-mock started by the test harness.
+test: emulator
+	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+# The same tests against kinesalite (tests skip what it cannot do).
+test-kinesalite: emulator
+	KINESIS_SHARDS_TEST_BACKEND=kinesalite $(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	$(GO) vet ./...
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) mod tidy -diff
+
+# Each fuzz target for FUZZTIME; anything found is kept under testdata/fuzz.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+bench: emulator
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Starts kinesis-mock, runs the tool against it, stops it.
+demo: emulator build
+	$(GO) run ./internal/tools/demo -bin $(BIN)
+
+clean:
+	rm -rf bin dist

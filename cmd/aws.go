@@ -1,0 +1,154 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
+)
+
+// Timeouts of the HTTP client. The SDK's default client dials for up to 30 s
+// and retries connection errors, so a black-holed endpoint takes about a
+// minute and a half to fail; these keep it to seconds.
+const (
+	dialTimeout           = 5 * time.Second
+	tlsHandshakeTimeout   = 5 * time.Second
+	responseHeaderTimeout = 30 * time.Second // GetRecords answers in well under this
+	maxAttempts           = 3
+)
+
+// clientConfig is what decides how the SDK client is built.
+type clientConfig struct {
+	Region      string // explicit region (flag or ARN); "" = SDK default chain
+	Profile     string
+	EndpointURL string // --endpoint-url; wins over every configured endpoint
+	Debug       *awsdebug.Logger
+}
+
+// loadAWSConfig resolves configuration the way AWS users expect: the default
+// credential chain, profiles and SSO, AWS_REGION, AWS_ENDPOINT_URL(_KINESIS)
+// and shared-config service endpoints. The HTTP client is a BuildableClient
+// so that AWS_CA_BUNDLE (which needs WithTransportOptions) keeps working.
+func loadAWSConfig(ctx context.Context, cc clientConfig) (aws.Config, error) {
+	httpClient := awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout = dialTimeout }).
+		WithTransportOptions(func(t *http.Transport) {
+			t.TLSHandshakeTimeout = tlsHandshakeTimeout
+			t.ResponseHeaderTimeout = responseHeaderTimeout
+			// tail keeps one connection per busy shard.
+			t.MaxIdleConns = 1024
+			t.MaxIdleConnsPerHost = 1024
+		})
+	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(httpClient),
+		config.WithRetryer(newRetryer),
+	}
+	if cc.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(cc.Profile))
+	}
+	if cc.Region != "" {
+		opts = append(opts, config.WithRegion(cc.Region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, &configError{err: err, profile: cc.Profile}
+	}
+	if cfg.Region == "" {
+		return aws.Config{}, errNoRegion
+	}
+	return cfg, nil
+}
+
+var errNoRegion = errors.New("no AWS region is set: pass --region, set AWS_REGION, or set region in your AWS profile")
+
+type configError struct {
+	err     error
+	profile string
+}
+
+func (e *configError) Error() string {
+	var missing config.SharedConfigProfileNotExistError
+	if errors.As(e.err, &missing) {
+		return fmt.Sprintf("AWS profile %q was not found in the shared config or credentials files", missing.Profile)
+	}
+	return "cannot load AWS configuration: " + e.err.Error()
+}
+
+func (e *configError) Unwrap() error { return e.err }
+
+// newRetryer keeps the SDK's retries for 5xx and connection errors but lets
+// throttling and LimitExceeded through at once: the tail pacer owns
+// throttling, and a daily UpdateShardCount limit or an account quota must
+// reach the user now, not after a minute of silent retries. No shared retry
+// budget either: one busy shard must not starve the others.
+func newRetryer() aws.Retryer {
+	noThrottle := retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+		var pte *types.ProvisionedThroughputExceededException
+		var lee *types.LimitExceededException
+		if errors.As(err, &pte) || errors.As(err, &lee) {
+			return aws.FalseTernary
+		}
+		return aws.UnknownTernary
+	})
+	return retry.NewStandard(func(so *retry.StandardOptions) {
+		so.Retryables = append([]retry.IsErrorRetryable{noThrottle}, so.Retryables...)
+		so.RateLimiter = ratelimit.None
+		so.MaxAttempts = maxAttempts
+		so.MaxBackoff = 2 * time.Second
+	})
+}
+
+// newKinesisClient builds the client from resolved configuration.
+func newKinesisClient(cfg aws.Config, cc clientConfig) *kinesis.Client {
+	return kinesis.NewFromConfig(cfg, func(o *kinesis.Options) {
+		if cc.EndpointURL != "" {
+			o.BaseEndpoint = aws.String(cc.EndpointURL)
+		}
+		if cc.Debug != nil {
+			o.APIOptions = append(o.APIOptions, cc.Debug.Middleware())
+		}
+	})
+}
+
+// endpointOf is the endpoint the client talks to, for messages.
+func endpointOf(c *kinesis.Client) string {
+	o := c.Options()
+	if o.BaseEndpoint != nil {
+		return *o.BaseEndpoint
+	}
+	return fmt.Sprintf("https://kinesis.%s.amazonaws.com", o.Region)
+}
+
+// validateEndpointURL checks --endpoint-url before anything is sent.
+func validateEndpointURL(raw string) (warning string, err error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("--endpoint-url %q is not an http(s) URL such as http://127.0.0.1:4568", raw)
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		return fmt.Sprintf("--endpoint-url %s is plain http to a host that is not loopback: requests (signed, not encrypted) cross the network in the clear", raw), nil
+	}
+	return "", nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

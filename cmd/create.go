@@ -1,0 +1,154 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/spf13/cobra"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/render"
+)
+
+var _ kstream.CreateAPI = (*kinesis.Client)(nil)
+
+// CreateOptions are the inputs of `create`.
+type CreateOptions struct {
+	Stream   string
+	Shards   int
+	OnDemand bool
+	Wait     time.Duration
+	Output   string
+	// PollMin/PollMax tune the ACTIVE polling (tests shorten them).
+	PollMin, PollMax time.Duration
+}
+
+func newCreateCmd(f *Factory) *cobra.Command {
+	opts := &CreateOptions{}
+	c := &cobra.Command{
+		Use:   "create STREAM --shards N | --on-demand",
+		Short: "Create a stream unless it exists, and wait until it is ACTIVE",
+		Long: `Create a stream in provisioned mode with --shards N (or in on-demand mode with
+--on-demand) unless it already exists, then wait up to --wait until it is
+ACTIVE. A stream that exists and is ACTIVE is a success ("already exists",
+on stderr); one that is CREATING or UPDATING is waited for; one that is
+DELETING is an error.`,
+		Example: `  kinesis-shards create orders --shards 4
+  kinesis-shards create clicks --on-demand --wait 2m
+  kinesis-shards create orders --shards 4 -o json | jq -r .streamArn`,
+		Args: exactArgs(1, "STREAM"),
+		RunE: markRan(func(c *cobra.Command, args []string) error {
+			opts.Stream = args[0]
+			shardsSet := c.Flags().Changed("shards")
+			if opts.OnDemand && shardsSet {
+				return usageErrorf("--shards and --on-demand do not go together: an on-demand stream sizes itself")
+			}
+			if !opts.OnDemand && !shardsSet {
+				return usageErrorf("say how many shards with --shards N (N ≥ 1), or pass --on-demand")
+			}
+			if !opts.OnDemand && opts.Shards < 1 {
+				return usageErrorf("--shards must be at least 1, not %d", opts.Shards)
+			}
+			if opts.Shards > 10000 {
+				return usageErrorf("--shards %d is more than a stream can have (10000)", opts.Shards)
+			}
+			if opts.Wait < 0 {
+				return usageErrorf("--wait must not be negative")
+			}
+			out, err := f.outputFormat("table", "json")
+			if err != nil {
+				return err
+			}
+			opts.Output = out
+			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
+			if err != nil {
+				return err
+			}
+			return runCreate(c.Context(), f, client, ref, opts)
+		}),
+	}
+	c.Flags().IntVar(&opts.Shards, "shards", 0, "number of shards of a provisioned stream (≥ 1)")
+	c.Flags().BoolVar(&opts.OnDemand, "on-demand", false, "create an on-demand stream")
+	c.Flags().DurationVar(&opts.Wait, "wait", time.Minute, "how long to wait for ACTIVE (0: do not wait)")
+	return c
+}
+
+func runCreate(ctx context.Context, f *Factory, api kstream.CreateAPI, ref kstream.Ref, opts *CreateOptions) error {
+	res, sum, err := ensureStream(ctx, f, api, ref, kstream.Spec{Shards: opts.Shards, OnDemand: opts.OnDemand}, opts.Wait, opts.PollMin, opts.PollMax)
+	if err != nil {
+		return err
+	}
+	if res.Outcome == kstream.Existed && sum != nil && !opts.OnDemand && sum.Mode != types.StreamModeOnDemand && sum.OpenShards != opts.Shards {
+		fmt.Fprintf(f.IO.ErrOut, "note: stream %s has %d open shards; --shards %d was not applied (use scale to change it)\n", ref, sum.OpenShards, opts.Shards)
+	}
+	if sum == nil {
+		// --wait 0: report what we know.
+		sum = &kstream.Summary{Name: ref.Name, ARN: ref.ARN, Status: res.StatusSeen, OpenShards: opts.Shards}
+		if opts.OnDemand {
+			sum.Mode = types.StreamModeOnDemand
+		}
+	}
+	info := streamInfoFrom(sum, nil)
+	created := res.Outcome == kstream.Created
+	if opts.Output == "json" {
+		return render.JSON(f.IO.Out, struct {
+			streamInfo
+			Created bool `json:"created"`
+		}{info, created})
+	}
+	return render.Table(f.IO.Out, streamHeader, [][]string{info.row()})
+}
+
+// ensureStream creates the stream unless it exists and waits for ACTIVE,
+// showing progress on stderr. wait == 0 returns right after creating. It is
+// shared by create and tail --create-if-missing.
+func ensureStream(ctx context.Context, f *Factory, api kstream.CreateAPI, ref kstream.Ref, spec kstream.Spec, wait, pollMin, pollMax time.Duration) (*kstream.EnsureResult, *kstream.Summary, error) {
+	var p *progress
+	wo := kstream.WaitOptions{Timeout: wait, MinDelay: pollMin, MaxDelay: pollMax}
+	if wait == 0 {
+		wo.Timeout = -1
+	}
+	wo.OnPoll = func(status types.StreamStatus, _ time.Duration) {
+		msg := fmt.Sprintf("waiting for stream %s to become ACTIVE (%s)", ref, status)
+		if p == nil {
+			p = f.startProgress(msg)
+		} else {
+			p.Update(msg)
+		}
+	}
+	res, err := kstream.Ensure(ctx, api, ref, spec, wo)
+	if p != nil {
+		final := ""
+		if err == nil && res.Summary != nil {
+			final = fmt.Sprintf("stream %s is ACTIVE after %s", ref, formatDuration(p.Elapsed()))
+		}
+		p.Stop(final)
+	}
+	if err != nil {
+		return res, nil, err
+	}
+	switch {
+	case res.Outcome == kstream.Created && res.Summary == nil:
+		fmt.Fprintf(f.IO.ErrOut, "creating stream %s (not waiting)\n", ref)
+	case res.Outcome == kstream.Created:
+		fmt.Fprintf(f.IO.ErrOut, "created stream %s\n", ref)
+	case res.StatusSeen == types.StreamStatusActive:
+		fmt.Fprintf(f.IO.ErrOut, "stream %s already exists and is ACTIVE\n", ref)
+	default:
+		fmt.Fprintf(f.IO.ErrOut, "stream %s already existed (%s)\n", ref, res.StatusSeen)
+	}
+	return res, res.Summary, nil
+}
+
+// exactArgs is cobra.ExactArgs with a message that names the arguments.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s takes %s (got %d argument(s)); see --help", c.CommandPath(), names, len(args))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,454 @@
+package cmd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/spf13/cobra"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/render"
+)
+
+// PutRecords limits. The request limit is 10 MiB today; we stay at half so a
+// batch is not one giant throttled request.
+const (
+	maxBatchRecords = 500
+	maxBatchBytes   = 5 << 20
+	maxKeyChars     = 256
+)
+
+// putAPI is what put needs from the client.
+type putAPI interface {
+	kstream.DescribeAPI
+	PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, optFns ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error)
+}
+
+var _ putAPI = (*kinesis.Client)(nil)
+
+// PutOptions are the inputs of `put`.
+type PutOptions struct {
+	Stream   string
+	Key      string
+	KeyField string
+	Retries  int
+	Output   string
+	// Linger is how long a partial batch waits for more lines.
+	Linger time.Duration
+	// Backoff is the first retry delay (doubling, capped at 5 s).
+	Backoff time.Duration
+	Rand    *rand.Rand
+}
+
+func newPutCmd(f *Factory) *cobra.Command {
+	opts := &PutOptions{Retries: 8, Linger: 50 * time.Millisecond, Backoff: 100 * time.Millisecond}
+	c := &cobra.Command{
+		Use:   "put STREAM",
+		Short: "Write stdin lines as records",
+		Long: `Write each line of stdin as one record (without its line ending; empty lines
+are skipped), batched with PutRecords. The partition key is --key, or the
+--key-field of each JSON line (a dotted path such as user.id), or random.
+
+Only the failed entries of a partial failure are retried, with backoff. A
+batch never holds two records of the same key, so a retry can never put a
+key's records out of order; the price is one record per call when every
+line has the same key. A summary (records, bytes, retries, failures) goes
+to stderr, or to stdout as JSON with -o json.`,
+		Example: `  seq 1 1000 | kinesis-shards put orders
+  echo '{"user":"alice","n":1}' | kinesis-shards put orders --key-field user
+  tail -f app.log | kinesis-shards put logs --key "$(hostname)"`,
+		Args: exactArgs(1, "STREAM"),
+		RunE: markRan(func(c *cobra.Command, args []string) error {
+			opts.Stream = args[0]
+			if opts.Key != "" && opts.KeyField != "" {
+				return usageErrorf("--key and --key-field do not go together")
+			}
+			if c.Flags().Changed("key") {
+				if err := checkPartitionKey(opts.Key); err != nil {
+					return usageErrorf("--key: %v", err)
+				}
+			}
+			if c.Flags().Changed("key-field") && opts.KeyField == "" {
+				return usageErrorf("--key-field needs a field name")
+			}
+			if opts.Retries < 0 {
+				return usageErrorf("--retries must not be negative")
+			}
+			out, err := f.outputFormat("text", "json")
+			if err != nil {
+				return err
+			}
+			opts.Output = out
+			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
+			if err != nil {
+				return err
+			}
+			return runPut(c.Context(), f, client, ref, opts)
+		}),
+	}
+	c.Flags().StringVar(&opts.Key, "key", "", "partition key of every record")
+	c.Flags().StringVar(&opts.KeyField, "key-field", "", "take the partition key from this field of each JSON line (dotted path)")
+	c.Flags().IntVar(&opts.Retries, "retries", opts.Retries, "retries of failed entries before giving up")
+	return c
+}
+
+// putStats is the summary; its JSON names are documented.
+type putStats struct {
+	Stream  string         `json:"stream"`
+	Records int            `json:"records"`
+	Bytes   int64          `json:"bytes"`
+	Calls   int            `json:"calls"`
+	Retried int            `json:"retried"`
+	Failed  int            `json:"failed"`
+	Skipped int            `json:"skippedEmptyLines"`
+	Seconds float64        `json:"seconds"`
+	Shards  map[string]int `json:"shards"`
+}
+
+type putEntry struct {
+	line int
+	key  string
+	data []byte
+}
+
+type putLine struct {
+	n    int
+	data []byte
+	err  error
+}
+
+func runPut(ctx context.Context, f *Factory, api putAPI, ref kstream.Ref, opts *PutOptions) error {
+	sum, err := kstream.Describe(ctx, api, ref)
+	if err != nil {
+		return err
+	}
+	if sum.Status == types.StreamStatusDeleting || sum.Status == types.StreamStatusCreating {
+		return fmt.Errorf("stream %s is %s and cannot take records", ref, sum.Status)
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	p := &putter{f: f, api: api, ref: ref, opts: opts, maxRecord: sum.MaxRecordBytes,
+		stats: putStats{Stream: sum.Name, Shards: map[string]int{}}}
+	start := time.Now()
+	err = p.run(ctx)
+	p.stats.Seconds = time.Since(start).Seconds()
+	p.report()
+	return err
+}
+
+type putter struct {
+	f         *Factory
+	api       putAPI
+	ref       kstream.Ref
+	opts      *PutOptions
+	maxRecord int
+	stats     putStats
+}
+
+func (p *putter) run(ctx context.Context) error {
+	lines := make(chan putLine, 1024)
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	go readLines(readCtx, p.f.IO.In, lines)
+
+	var (
+		batch []putEntry
+		size  int
+		keys  = map[string]struct{}{}
+	)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := p.send(ctx, batch)
+		batch, size = batch[:0], 0
+		clear(keys)
+		return err
+	}
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-linger.C:
+			if err := flush(); err != nil {
+				return err
+			}
+		case l, ok := <-lines:
+			if !ok {
+				return flush()
+			}
+			if l.err != nil {
+				if err := flush(); err != nil {
+					return err
+				}
+				return fmt.Errorf("reading stdin: %w", l.err)
+			}
+			if len(l.data) == 0 {
+				p.stats.Skipped++
+				continue
+			}
+			key, err := p.keyFor(l)
+			if err != nil {
+				if ferr := flush(); ferr != nil {
+					return ferr
+				}
+				return err
+			}
+			n := len(l.data) + len(key)
+			if n > p.maxRecord {
+				if ferr := flush(); ferr != nil {
+					return ferr
+				}
+				return fmt.Errorf("line %d: a record of %d bytes (data + partition key) is larger than the stream's limit of %d bytes", l.n, n, p.maxRecord)
+			}
+			_, dup := keys[key]
+			if dup || len(batch) == maxBatchRecords || size+n > maxBatchBytes {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			batch = append(batch, putEntry{line: l.n, key: key, data: l.data})
+			keys[key] = struct{}{}
+			size += n
+			linger.Reset(p.opts.Linger)
+		}
+	}
+}
+
+// readLines sends stdin's lines (without their line ending) until EOF.
+func readLines(ctx context.Context, r io.Reader, out chan<- putLine) {
+	defer close(out)
+	br := bufio.NewReaderSize(r, 64<<10)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte{'\n'}), []byte{'\r'})
+			select {
+			case out <- putLine{n: n, data: line}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				select {
+				case out <- putLine{n: n, err: err}:
+				case <-ctx.Done():
+				}
+			}
+			return
+		}
+	}
+}
+
+func (p *putter) keyFor(l putLine) (string, error) {
+	switch {
+	case p.opts.Key != "":
+		return p.opts.Key, nil
+	case p.opts.KeyField != "":
+		k, err := jsonField(l.data, p.opts.KeyField)
+		if err != nil {
+			return "", fmt.Errorf("line %d: %w", l.n, err)
+		}
+		if err := checkPartitionKey(k); err != nil {
+			return "", fmt.Errorf("line %d: field %s: %w", l.n, p.opts.KeyField, err)
+		}
+		return k, nil
+	default:
+		var b [8]byte
+		for i := range b {
+			b[i] = byte(p.opts.Rand.Uint32())
+		}
+		return hex.EncodeToString(b[:]), nil
+	}
+}
+
+// jsonField reads a dotted path from a JSON object; strings are used as they
+// are, numbers and booleans as written.
+func jsonField(line []byte, path string) (string, error) {
+	var cur json.RawMessage = line
+	for _, part := range strings.Split(path, ".") {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(cur, &obj); err != nil || obj == nil {
+			return "", fmt.Errorf("not a JSON object with a field %q", path)
+		}
+		v, ok := obj[part]
+		if !ok {
+			return "", fmt.Errorf("no field %q in the JSON line", path)
+		}
+		cur = v
+	}
+	var s string
+	if err := json.Unmarshal(cur, &s); err == nil {
+		return s, nil
+	}
+	t := strings.TrimSpace(string(cur))
+	if t == "" || t == "null" || t[0] == '{' || t[0] == '[' {
+		return "", fmt.Errorf("field %q is %s, not a string or number", path, jsonKind(t))
+	}
+	return t, nil
+}
+
+func jsonKind(t string) string {
+	switch {
+	case t == "null":
+		return "null"
+	case strings.HasPrefix(t, "{"):
+		return "an object"
+	case strings.HasPrefix(t, "["):
+		return "an array"
+	}
+	return "empty"
+}
+
+// checkPartitionKey applies the service's rule: 1 to 256 Unicode characters.
+func checkPartitionKey(k string) error {
+	n := utf8.RuneCountInString(k)
+	if n < 1 || n > maxKeyChars {
+		return fmt.Errorf("a partition key must have 1 to %d characters, not %d", maxKeyChars, n)
+	}
+	if !utf8.ValidString(k) {
+		return errors.New("a partition key must be valid UTF-8")
+	}
+	return nil
+}
+
+// send writes one batch, retrying only failed entries (in their order) with
+// backoff. Whole-call throttling is retried the same way; anything else
+// ends the run.
+func (p *putter) send(ctx context.Context, batch []putEntry) error {
+	pending := append([]putEntry(nil), batch...)
+	delay := p.opts.Backoff
+	for attempt := 0; ; attempt++ {
+		in := &kinesis.PutRecordsInput{StreamName: p.ref.NameInput(), StreamARN: p.ref.ARNInput(),
+			Records: make([]types.PutRecordsRequestEntry, len(pending))}
+		for i, e := range pending {
+			in.Records[i] = types.PutRecordsRequestEntry{Data: e.data, PartitionKey: aws.String(e.key)}
+		}
+		p.stats.Calls++
+		out, err := p.api.PutRecords(ctx, in)
+		var failed []putEntry
+		var lastCode, lastMsg string
+		switch {
+		case err != nil && isThrottle(err):
+			failed, lastCode, lastMsg = pending, "throttled", err.Error()
+		case err != nil:
+			return err
+		default:
+			if len(out.Records) != len(pending) {
+				return fmt.Errorf("PutRecords answered %d entries for %d records", len(out.Records), len(pending))
+			}
+			for i, r := range out.Records {
+				if r.ErrorCode != nil {
+					failed = append(failed, pending[i])
+					lastCode, lastMsg = aws.ToString(r.ErrorCode), aws.ToString(r.ErrorMessage)
+					continue
+				}
+				p.stats.Records++
+				p.stats.Bytes += int64(len(pending[i].data))
+				p.stats.Shards[aws.ToString(r.ShardId)]++
+			}
+		}
+		if len(failed) == 0 {
+			return nil
+		}
+		if attempt >= p.opts.Retries {
+			p.stats.Failed += len(failed)
+			return fmt.Errorf("%d record(s) still failed after %d retries (first at line %d): %s: %s", len(failed), p.opts.Retries, failed[0].line, lastCode, lastMsg)
+		}
+		p.stats.Retried += len(failed)
+		p.f.Debugf("put: %d of %d entries failed (%s), retrying in %s", len(failed), len(pending), lastCode, delay)
+		if err := sleepCtx(ctx, jitter(p.opts.Rand, delay)); err != nil {
+			p.stats.Failed += len(failed)
+			return err
+		}
+		delay = min(delay*2, 5*time.Second)
+		pending = failed
+	}
+}
+
+func isThrottle(err error) bool {
+	var pte *types.ProvisionedThroughputExceededException
+	var lee *types.LimitExceededException
+	var kms *types.KMSThrottlingException
+	return errors.As(err, &pte) || errors.As(err, &lee) || errors.As(err, &kms)
+}
+
+// jitter spreads retries over [d/2, d).
+func jitter(r *rand.Rand, d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + time.Duration(r.Int64N(int64(d/2)))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (p *putter) report() {
+	s := p.stats
+	if p.opts.Output == "json" {
+		render.JSON(p.f.IO.Out, s)
+		return
+	}
+	msg := fmt.Sprintf("put %d records (%s) to %s in %s with %d calls", s.Records, humanBytes(s.Bytes), s.Stream, formatDuration(time.Duration(s.Seconds*float64(time.Second))), s.Calls)
+	if s.Retried > 0 {
+		msg += fmt.Sprintf(", %d retried", s.Retried)
+	}
+	if s.Failed > 0 {
+		msg += fmt.Sprintf(", %d FAILED", s.Failed)
+	}
+	if s.Skipped > 0 {
+		msg += fmt.Sprintf(", %d empty lines skipped", s.Skipped)
+	}
+	if len(s.Shards) > 0 {
+		ids := make([]string, 0, len(s.Shards))
+		for id := range s.Shards {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		parts := make([]string, len(ids))
+		for i, id := range ids {
+			parts[i] = fmt.Sprintf("%s:%d", strings.TrimPrefix(id, "shardId-"), s.Shards[id])
+		}
+		msg += " [" + strings.Join(parts, " ") + "]"
+	}
+	fmt.Fprintln(p.f.IO.ErrOut, msg)
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+}

@@ -1,0 +1,259 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/spf13/cobra"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
+	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+)
+
+// Set by the release build (-ldflags -X).
+var (
+	version = ""
+	commit  = ""
+	date    = ""
+)
+
+// versionString is what --version prints.
+func versionString() string {
+	v, c, d := version, commit, date
+	if v == "" {
+		v = "dev"
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+				v = bi.Main.Version
+			}
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					if c == "" {
+						c = s.Value
+					}
+				case "vcs.time":
+					if d == "" {
+						d = s.Value
+					}
+				}
+			}
+		}
+	}
+	s := v
+	if c != "" {
+		if len(c) > 12 {
+			c = c[:12]
+		}
+		s += " (commit " + c
+		if d != "" {
+			s += ", built " + d
+		}
+		s += ")"
+	}
+	return s
+}
+
+// GlobalOptions are the flags every command takes.
+type GlobalOptions struct {
+	Region      string
+	Profile     string
+	EndpointURL string
+	Output      string
+	NoColor     bool
+	Debug       bool
+}
+
+// Factory carries what commands share: the streams, the global options and
+// the way to build clients. Tests build one with TestIO and their own
+// client constructors.
+type Factory struct {
+	IO     *IOStreams
+	Global GlobalOptions
+	Now    func() time.Time
+
+	// KinesisClient builds the Kinesis client for a region ("" = the
+	// configured default). Replaced in tests.
+	KinesisClient func(ctx context.Context, region string) (*kinesis.Client, error)
+
+	debugLog *awsdebug.Logger
+	// What the current command is about, for error messages.
+	errCtx errContext
+}
+
+// errContext is what error messages may name.
+type errContext struct {
+	stream   string
+	region   string
+	endpoint string
+}
+
+// NewFactory returns the factory for a real run.
+func NewFactory(ios *IOStreams) *Factory {
+	f := &Factory{IO: ios, Now: time.Now}
+	f.KinesisClient = f.defaultKinesisClient
+	return f
+}
+
+func (f *Factory) defaultKinesisClient(ctx context.Context, region string) (*kinesis.Client, error) {
+	cc := clientConfig{Region: region, Profile: f.Global.Profile, EndpointURL: f.Global.EndpointURL}
+	if f.Global.Debug {
+		cc.Debug = f.debug()
+	}
+	cfg, err := loadAWSConfig(ctx, cc)
+	if err != nil {
+		return nil, err
+	}
+	c := newKinesisClient(cfg, cc)
+	if f.Global.Debug {
+		src := "default chain"
+		if f.Global.EndpointURL != "" {
+			src = "--endpoint-url"
+		}
+		f.debug().Printf("config region=%s endpoint=%s (%s) profile=%q", cfg.Region, endpointOf(c), src, f.Global.Profile)
+	}
+	return c, nil
+}
+
+func (f *Factory) debug() *awsdebug.Logger {
+	if f.debugLog == nil {
+		f.debugLog = &awsdebug.Logger{W: f.IO.ErrOut}
+	}
+	return f.debugLog
+}
+
+// Debugf writes a --debug line; nothing without --debug.
+func (f *Factory) Debugf(format string, args ...any) {
+	if f.Global.Debug {
+		f.debug().Printf(format, args...)
+	}
+}
+
+// Kinesis resolves a STREAM argument and builds the client for it: an ARN's
+// region is used, and an explicit --region that disagrees is a usage error.
+func (f *Factory) Kinesis(ctx context.Context, streamArg string) (*kinesis.Client, kstream.Ref, error) {
+	var ref kstream.Ref
+	region := f.Global.Region
+	if streamArg != "" {
+		var err error
+		ref, err = kstream.ParseRef(streamArg)
+		if err != nil {
+			return nil, ref, usageError(err)
+		}
+		if ref.Region != "" {
+			if region != "" && region != ref.Region {
+				return nil, ref, usageErrorf("--region %s disagrees with the stream ARN's region %s", region, ref.Region)
+			}
+			region = ref.Region
+		}
+		f.errCtx.stream = ref.Name
+	}
+	c, err := f.KinesisClient(ctx, region)
+	if err != nil {
+		return nil, ref, err
+	}
+	f.errCtx.region = c.Options().Region
+	f.errCtx.endpoint = endpointOf(c)
+	return c, ref, nil
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kinesis-shards",
+		Short: "See, read and reshard Amazon Kinesis Data Streams shards",
+		Long: `kinesis-shards shows how a stream's shards came to be (the lineage of splits
+and merges), reads a stream keeping every partition key in order across
+reshards, and splits, merges and rescales shards after a preview.`,
+		Version:       versionString(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			if f.Global.NoColor {
+				f.IO.ColorDisabled = true
+			}
+			if f.Global.EndpointURL != "" {
+				warn, err := validateEndpointURL(f.Global.EndpointURL)
+				if err != nil {
+					return usageError(err)
+				}
+				if warn != "" {
+					fmt.Fprintln(f.IO.ErrOut, "warning: "+warn)
+				}
+			}
+			return nil
+		},
+	}
+	root.SetVersionTemplate("kinesis-shards {{.Version}}\n")
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(err) })
+
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.Global.Region, "region", "", "AWS region (default: AWS_REGION or the profile's region)")
+	pf.StringVar(&f.Global.Profile, "profile", "", "AWS shared-config profile (default: AWS_PROFILE or default)")
+	pf.StringVar(&f.Global.EndpointURL, "endpoint-url", "", "Kinesis endpoint URL; wins over AWS_ENDPOINT_URL(_KINESIS) and shared config")
+	pf.StringVarP(&f.Global.Output, "output", "o", "", "output format (per command; see its help)")
+	pf.BoolVar(&f.Global.NoColor, "no-color", false, "no colour (also NO_COLOR=1)")
+	pf.BoolVar(&f.Global.Debug, "debug", false, "log every AWS request (operation, stream, shard, latency, retries) to stderr")
+
+	root.AddCommand(
+		newStreamsCmd(f),
+		newCreateCmd(f),
+		newPutCmd(f),
+	)
+	return root
+}
+
+// Execute runs the command line and returns the exit code.
+func Execute() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f := NewFactory(SystemIO())
+	return run(ctx, f, os.Args[1:])
+}
+
+// run executes args against f and prints a failure as one line.
+func run(ctx context.Context, f *Factory, args []string) int {
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	c, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	// Errors that cobra raises before a command runs (unknown command or
+	// flag, wrong number of arguments) are usage errors.
+	if c != nil && !errors.As(err, new(*exitError)) && !ranCommand(c) {
+		err = usageError(err)
+	}
+	msg, code := describeError(ctx, err, f.errCtx)
+	fmt.Fprintln(f.IO.ErrOut, "error: "+msg)
+	return code
+}
+
+// ranCommand reports whether c's RunE started, which the commands note
+// through markRan.
+func ranCommand(c *cobra.Command) bool {
+	return c.Annotations != nil && c.Annotations[ranKey] == "1"
+}
+
+const ranKey = "kinesis-shards/ran"
+
+// markRan wraps a RunE so that run can tell cobra's own errors from ours.
+func markRan(fn func(c *cobra.Command, args []string) error) func(c *cobra.Command, args []string) error {
+	return func(c *cobra.Command, args []string) error {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[ranKey] = "1"
+		return fn(c, args)
+	}
+}

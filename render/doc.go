@@ -1,0 +1,8 @@
+// Package render holds every human-facing format: the lineage tree, tables,
+// Graphviz and Mermaid output, reshard previews, record lines and the
+// interactive dashboard (render/dashboard). Functions take an io.Writer and
+// options (width, colour, clock); colours are named in theme.go.
+//
+// Imports: lineage, reshard (plan types), tail (record types), lipgloss,
+// tablewriter and the standard library. It never talks to the service.
+package render

@@ -207,8 +207,13 @@ reshards, and splits, merges and rescales shards after a preview.`,
 
 	root.AddCommand(
 		newStreamsCmd(f),
-		newCreateCmd(f),
+		newTreeCmd(f),
+		newTailCmd(f),
 		newPutCmd(f),
+		newCreateCmd(f),
+		newSplitCmd(f),
+		newMergeCmd(f),
+		newScaleCmd(f),
 	)
 	return root
 }

@@ -1,0 +1,533 @@
+// Package fakekinesis is an in-memory Kinesis for unit tests: streams,
+// shards with hash ranges, records with sequence numbers, iterators, splits,
+// merges and trimming, behind the SDK's own method signatures so it
+// satisfies the narrow interfaces of lineage, tail and reshard. It follows
+// AWS where the emulators differ (ListShards paging with NextToken alone,
+// the end of a shard as a nil iterator with ChildShards) and can imitate
+// kinesalite's ending (no ChildShards, an extra empty call). Tests script
+// histories with its helper methods and inject faults with Hook.
+package fakekinesis
+
+import (
+	"context"
+	"crypto/md5"
+	"fmt"
+	"math/big"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+)
+
+// Fake is the in-memory service. Its zero value is not usable: use New.
+type Fake struct {
+	mu      sync.Mutex
+	streams map[string]*Stream
+
+	// PageSize caps ListShards pages (kinesis-mock: 100). 0 = 1000.
+	PageSize int
+	// KinesaliteEnd: a closed shard's last records come with a non-nil
+	// iterator, then an empty page with a nil iterator and no ChildShards.
+	KinesaliteEnd bool
+	// NoChildShards drops ChildShards from end-of-shard responses.
+	NoChildShards bool
+	// Hook runs before every call (op is the operation name, in its input);
+	// a non-nil error is returned instead of the call's result.
+	Hook func(op string, in any) error
+	// Now is the clock for arrival times; nil = time.Now.
+	Now func() time.Time
+
+	calls    map[string]int
+	getCalls map[string][]time.Time // GetRecords attempts per shard
+}
+
+// Stream is one fake stream. Fields are read under the Fake's lock.
+type Stream struct {
+	Name    string
+	ARN     string
+	Created time.Time
+	Status  types.StreamStatus
+	shards  []*Shard
+	nextID  int
+	nextSeq *big.Int
+}
+
+// Shard is one fake shard.
+type Shard struct {
+	ID       string
+	Parent   string
+	Adjacent string
+	Start    *big.Int
+	End      *big.Int
+	Closed   bool
+	Trimmed  bool // gone from listings (retention)
+	Records  []Rec
+	startSeq string
+	endSeq   string
+}
+
+// Rec is one stored record.
+type Rec struct {
+	Seq          string
+	PartitionKey string
+	Data         []byte
+	Arrival      time.Time
+}
+
+var maxKey = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(1))
+
+// New returns an empty service.
+func New() *Fake {
+	return &Fake{streams: map[string]*Stream{}, calls: map[string]int{}, getCalls: map[string][]time.Time{}}
+}
+
+func (f *Fake) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+// call counts and runs the hook.
+func (f *Fake) call(op string, in any) error {
+	f.mu.Lock()
+	f.calls[op]++
+	hook := f.Hook
+	f.mu.Unlock()
+	if hook != nil {
+		return hook(op, in)
+	}
+	return nil
+}
+
+// Calls returns how often op was called.
+func (f *Fake) Calls(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
+}
+
+// GetRecordsTimes returns the times of GetRecords attempts per shard.
+func (f *Fake) GetRecordsTimes() map[string][]time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string][]time.Time{}
+	for k, v := range f.getCalls {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+// AddStream creates an ACTIVE stream with n shards in AWS's even layout.
+func (f *Fake) AddStream(name string, n int) *Stream {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := &Stream{Name: name, ARN: "arn:aws:kinesis:us-east-1:123456789012:stream/" + name,
+		Created: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), Status: types.StreamStatusActive,
+		nextSeq: new(big.Int).Exp(big.NewInt(10), big.NewInt(25), nil)}
+	step := new(big.Int).Div(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(int64(n)))
+	for i := range n {
+		start := new(big.Int).Mul(step, big.NewInt(int64(i)))
+		end := new(big.Int).Sub(new(big.Int).Mul(step, big.NewInt(int64(i+1))), big.NewInt(1))
+		if i == n-1 {
+			end = new(big.Int).Set(maxKey)
+		}
+		s.addShard("", "", start, end)
+	}
+	f.streams[name] = s
+	return s
+}
+
+func (s *Stream) addShard(parent, adjacent string, start, end *big.Int) *Shard {
+	sh := &Shard{ID: fmt.Sprintf("shardId-%012d", s.nextID), Parent: parent, Adjacent: adjacent, Start: start, End: end,
+		startSeq: s.seq()}
+	s.nextID++
+	s.shards = append(s.shards, sh)
+	return sh
+}
+
+func (s *Stream) seq() string {
+	s.nextSeq.Add(s.nextSeq, big.NewInt(1))
+	return s.nextSeq.String()
+}
+
+func (s *Stream) shard(id string) *Shard {
+	for _, sh := range s.shards {
+		if sh.ID == id {
+			return sh
+		}
+	}
+	return nil
+}
+
+func (f *Fake) stream(name, arn *string) (*Stream, error) {
+	n := aws.ToString(name)
+	if n == "" && arn != nil {
+		n = (*arn)[strings.LastIndex(*arn, "/")+1:]
+	}
+	s := f.streams[n]
+	if s == nil {
+		return nil, &types.ResourceNotFoundException{Message: aws.String("Stream " + n + " under account 123456789012 not found.")}
+	}
+	return s, nil
+}
+
+// Stream returns a stream by name (nil if none).
+func (f *Fake) Stream(name string) *Stream {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.streams[name]
+}
+
+// HashOf is the hash of a partition key as a big integer.
+func HashOf(pk string) *big.Int {
+	d := md5.Sum([]byte(pk))
+	return new(big.Int).SetBytes(d[:])
+}
+
+// Put stores a record on the open shard that owns its key's hash.
+func (f *Fake) Put(stream, pk string, data []byte) (shardID, seq string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.put(f.streams[stream], pk, data, HashOf(pk))
+}
+
+func (f *Fake) put(s *Stream, pk string, data []byte, h *big.Int) (string, string) {
+	for _, sh := range s.shards {
+		if !sh.Closed && !sh.Trimmed && sh.Start.Cmp(h) <= 0 && h.Cmp(sh.End) <= 0 {
+			seq := s.seq()
+			sh.Records = append(sh.Records, Rec{Seq: seq, PartitionKey: pk, Data: slices.Clone(data), Arrival: f.now()})
+			return sh.ID, seq
+		}
+	}
+	panic("fakekinesis: no open shard holds hash " + h.String())
+}
+
+// Split closes a shard and opens two children at key k.
+func (f *Fake) Split(stream, shard string, k *big.Int) (lower, upper string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.streams[stream]
+	p := s.shard(shard)
+	if p == nil || p.Closed {
+		panic("fakekinesis: split of a missing or closed shard " + shard)
+	}
+	p.Closed, p.endSeq = true, s.seq()
+	a := s.addShard(p.ID, "", p.Start, new(big.Int).Sub(k, big.NewInt(1)))
+	b := s.addShard(p.ID, "", k, p.End)
+	return a.ID, b.ID
+}
+
+// SplitHalf splits a shard at the exact half of its range.
+func (f *Fake) SplitHalf(stream, shard string) (lower, upper string) {
+	f.mu.Lock()
+	p := f.streams[stream].shard(shard)
+	w := new(big.Int).Add(new(big.Int).Sub(p.End, p.Start), big.NewInt(1))
+	k := new(big.Int).Add(p.Start, new(big.Int).Rsh(w, 1))
+	f.mu.Unlock()
+	return f.Split(stream, shard, k)
+}
+
+// Merge closes two adjacent open shards (lower first) and opens their child.
+func (f *Fake) Merge(stream, lower, upper string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.streams[stream]
+	a, b := s.shard(lower), s.shard(upper)
+	if a == nil || b == nil || a.Closed || b.Closed || new(big.Int).Add(a.End, big.NewInt(1)).Cmp(b.Start) != 0 {
+		panic("fakekinesis: bad merge " + lower + " + " + upper)
+	}
+	a.Closed, a.endSeq = true, s.seq()
+	b.Closed, b.endSeq = true, s.seq()
+	return s.addShard(a.ID, b.ID, a.Start, b.End).ID
+}
+
+// Trim removes a closed shard from listings, as retention does.
+func (f *Fake) Trim(stream, shard string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.streams[stream].shard(shard).Trimmed = true
+}
+
+// OpenShards lists the open shards' ids, by range.
+func (f *Fake) OpenShards(stream string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*Shard
+	for _, sh := range f.streams[stream].shards {
+		if !sh.Closed {
+			out = append(out, sh)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Start.Cmp(out[j].Start) < 0 })
+	ids := make([]string, len(out))
+	for i, sh := range out {
+		ids[i] = sh.ID
+	}
+	return ids
+}
+
+// ShardRecords returns a copy of a shard's records.
+func (f *Fake) ShardRecords(stream, shard string) []Rec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.streams[stream].shard(shard).Records)
+}
+
+func (sh *Shard) toType() types.Shard {
+	t := types.Shard{
+		ShardId:             aws.String(sh.ID),
+		HashKeyRange:        &types.HashKeyRange{StartingHashKey: aws.String(sh.Start.String()), EndingHashKey: aws.String(sh.End.String())},
+		SequenceNumberRange: &types.SequenceNumberRange{StartingSequenceNumber: aws.String(sh.startSeq)},
+	}
+	if sh.Parent != "" {
+		t.ParentShardId = aws.String(sh.Parent)
+	}
+	if sh.Adjacent != "" {
+		t.AdjacentParentShardId = aws.String(sh.Adjacent)
+	}
+	if sh.Closed {
+		t.SequenceNumberRange.EndingSequenceNumber = aws.String(sh.endSeq)
+	}
+	return t
+}
+
+// DescribeStreamSummary implements the SDK call.
+func (f *Fake) DescribeStreamSummary(ctx context.Context, in *kinesis.DescribeStreamSummaryInput, _ ...func(*kinesis.Options)) (*kinesis.DescribeStreamSummaryOutput, error) {
+	if err := f.call("DescribeStreamSummary", in); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, err := f.stream(in.StreamName, in.StreamARN)
+	if err != nil {
+		return nil, err
+	}
+	open := 0
+	for _, sh := range s.shards {
+		if !sh.Closed {
+			open++
+		}
+	}
+	return &kinesis.DescribeStreamSummaryOutput{StreamDescriptionSummary: &types.StreamDescriptionSummary{
+		StreamName: aws.String(s.Name), StreamARN: aws.String(s.ARN), StreamStatus: s.Status,
+		StreamCreationTimestamp: aws.Time(s.Created), OpenShardCount: aws.Int32(int32(open)), RetentionPeriodHours: aws.Int32(24),
+		StreamModeDetails: &types.StreamModeDetails{StreamMode: types.StreamModeProvisioned},
+	}}, nil
+}
+
+// ListShards implements the SDK call with AWS's paging rules: a NextToken
+// beside any stream or filter field is an InvalidArgumentException.
+func (f *Fake) ListShards(ctx context.Context, in *kinesis.ListShardsInput, _ ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
+	if err := f.call("ListShards", in); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var (
+		s      *Stream
+		offset int
+		err    error
+	)
+	if in.NextToken != nil {
+		if in.StreamName != nil || in.StreamARN != nil || in.ShardFilter != nil || in.ExclusiveStartShardId != nil || in.StreamCreationTimestamp != nil {
+			return nil, &types.InvalidArgumentException{Message: aws.String("NextToken and StreamName cannot be provided together.")}
+		}
+		parts := strings.Split(*in.NextToken, "|")
+		if len(parts) != 3 || parts[0] != "tok" {
+			return nil, &types.InvalidArgumentException{Message: aws.String("Invalid NextToken.")}
+		}
+		s = f.streams[parts[1]]
+		offset, _ = strconv.Atoi(parts[2])
+		if s == nil {
+			return nil, &types.ResourceNotFoundException{Message: aws.String("stream gone")}
+		}
+	} else if s, err = f.stream(in.StreamName, in.StreamARN); err != nil {
+		return nil, err
+	}
+	var listed []*Shard
+	for _, sh := range s.shards {
+		if !sh.Trimmed {
+			listed = append(listed, sh)
+		}
+	}
+	page := 1000
+	if f.PageSize > 0 {
+		page = f.PageSize
+	}
+	if in.MaxResults != nil && int(*in.MaxResults) < page {
+		page = int(*in.MaxResults)
+	}
+	end := min(offset+page, len(listed))
+	out := &kinesis.ListShardsOutput{}
+	for _, sh := range listed[offset:end] {
+		out.Shards = append(out.Shards, sh.toType())
+	}
+	if end < len(listed) {
+		out.NextToken = aws.String(fmt.Sprintf("tok|%s|%d", s.Name, end))
+	}
+	return out, nil
+}
+
+// Iterators are "it|stream|shard|index|pending-end".
+func iterator(stream, shard string, idx int, pendingEnd bool) *string {
+	return aws.String(fmt.Sprintf("it|%s|%s|%d|%t", stream, shard, idx, pendingEnd))
+}
+
+// GetShardIterator implements the SDK call.
+func (f *Fake) GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, _ ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
+	if err := f.call("GetShardIterator", in); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, err := f.stream(in.StreamName, in.StreamARN)
+	if err != nil {
+		return nil, err
+	}
+	sh := s.shard(aws.ToString(in.ShardId))
+	if sh == nil || sh.Trimmed {
+		return nil, &types.ResourceNotFoundException{Message: aws.String("Shard " + aws.ToString(in.ShardId) + " not found.")}
+	}
+	idx := 0
+	switch in.ShardIteratorType {
+	case types.ShardIteratorTypeTrimHorizon:
+	case types.ShardIteratorTypeLatest:
+		idx = len(sh.Records)
+	case types.ShardIteratorTypeAtTimestamp:
+		idx = len(sh.Records)
+		for i, r := range sh.Records {
+			if !r.Arrival.Before(aws.ToTime(in.Timestamp)) {
+				idx = i
+				break
+			}
+		}
+	case types.ShardIteratorTypeAtSequenceNumber, types.ShardIteratorTypeAfterSequenceNumber:
+		seq := aws.ToString(in.StartingSequenceNumber)
+		found := -1
+		for i, r := range sh.Records {
+			if r.Seq == seq {
+				found = i
+			}
+		}
+		if found < 0 {
+			return nil, &types.InvalidArgumentException{Message: aws.String("Invalid StartingSequenceNumber. It encodes another shard or stream.")}
+		}
+		idx = found
+		if in.ShardIteratorType == types.ShardIteratorTypeAfterSequenceNumber {
+			idx++
+		}
+	default:
+		return nil, &types.InvalidArgumentException{Message: aws.String("bad iterator type")}
+	}
+	return &kinesis.GetShardIteratorOutput{ShardIterator: iterator(s.Name, sh.ID, idx, false)}, nil
+}
+
+// GetRecords implements the SDK call.
+func (f *Fake) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	parts := strings.Split(aws.ToString(in.ShardIterator), "|")
+	if len(parts) == 5 {
+		f.mu.Lock()
+		f.getCalls[parts[2]] = append(f.getCalls[parts[2]], time.Now())
+		f.mu.Unlock()
+	}
+	if err := f.call("GetRecords", in); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(parts) != 5 || parts[0] != "it" {
+		return nil, &types.InvalidArgumentException{Message: aws.String("bad iterator")}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.streams[parts[1]]
+	if s == nil {
+		return nil, &types.ResourceNotFoundException{Message: aws.String("stream gone")}
+	}
+	sh := s.shard(parts[2])
+	if sh == nil || sh.Trimmed {
+		return nil, &types.ResourceNotFoundException{Message: aws.String("shard gone")}
+	}
+	idx, _ := strconv.Atoi(parts[3])
+	pendingEnd := parts[4] == "true"
+	limit := 10000
+	if in.Limit != nil {
+		limit = int(*in.Limit)
+	}
+	end := min(idx+limit, len(sh.Records))
+	out := &kinesis.GetRecordsOutput{}
+	for _, r := range sh.Records[idx:end] {
+		out.Records = append(out.Records, types.Record{SequenceNumber: aws.String(r.Seq), PartitionKey: aws.String(r.PartitionKey),
+			Data: slices.Clone(r.Data), ApproximateArrivalTimestamp: aws.Time(r.Arrival)})
+	}
+	behind := int64(0)
+	if end < len(sh.Records) {
+		behind = 1000
+	}
+	out.MillisBehindLatest = aws.Int64(behind)
+	atEnd := sh.Closed && end == len(sh.Records)
+	switch {
+	case atEnd && f.KinesaliteEnd && !pendingEnd && len(out.Records) > 0:
+		out.NextShardIterator = iterator(s.Name, sh.ID, end, true)
+	case atEnd:
+		if !f.NoChildShards && !f.KinesaliteEnd {
+			out.ChildShards = s.children(sh.ID)
+		}
+	default:
+		out.NextShardIterator = iterator(s.Name, sh.ID, end, false)
+	}
+	return out, nil
+}
+
+func (s *Stream) children(id string) []types.ChildShard {
+	var out []types.ChildShard
+	for _, c := range s.shards {
+		if c.Parent == id || c.Adjacent == id {
+			parents := []string{c.Parent}
+			if c.Adjacent != "" {
+				parents = append(parents, c.Adjacent)
+			}
+			out = append(out, types.ChildShard{ShardId: aws.String(c.ID), ParentShards: parents,
+				HashKeyRange: &types.HashKeyRange{StartingHashKey: aws.String(c.Start.String()), EndingHashKey: aws.String(c.End.String())}})
+		}
+	}
+	return out
+}
+
+// PutRecords implements the SDK call (every entry succeeds unless Hook
+// says otherwise for the whole call).
+func (f *Fake) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	if err := f.call("PutRecords", in); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, err := f.stream(in.StreamName, in.StreamARN)
+	if err != nil {
+		return nil, err
+	}
+	out := &kinesis.PutRecordsOutput{FailedRecordCount: aws.Int32(0)}
+	for _, e := range in.Records {
+		h := HashOf(aws.ToString(e.PartitionKey))
+		if e.ExplicitHashKey != nil {
+			h, _ = new(big.Int).SetString(*e.ExplicitHashKey, 10)
+		}
+		id, seq := f.put(s, aws.ToString(e.PartitionKey), e.Data, h)
+		out.Records = append(out.Records, types.PutRecordsResultEntry{ShardId: aws.String(id), SequenceNumber: aws.String(seq)})
+	}
+	return out, nil
+}

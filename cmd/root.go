@@ -215,6 +215,7 @@ reshards, and splits, merges and rescales shards after a preview.`,
 		newMergeCmd(f),
 		newScaleCmd(f),
 	)
+	registerCompletions(root, f)
 	return root
 }
 

@@ -223,6 +223,9 @@ reshards, and splits, merges and rescales shards after a preview.`,
 func Execute() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A closed stdout (`| head`) becomes an EPIPE error we can handle
+	// (saving tail's checkpoint) instead of killing the process.
+	signal.Ignore(syscall.SIGPIPE)
 	f := NewFactory(SystemIO())
 	return run(ctx, f, os.Args[1:])
 }
@@ -240,8 +243,15 @@ func run(ctx context.Context, f *Factory, args []string) int {
 	if c != nil && !errors.As(err, new(*exitError)) && !ranCommand(c) {
 		err = usageError(err)
 	}
+	if isBrokenPipe(err) {
+		return exitOK // the reader of stdout went away: nothing to say
+	}
 	msg, code := describeError(ctx, err, f.errCtx)
-	fmt.Fprintln(f.IO.ErrOut, "error: "+msg)
+	if code == exitInterrupted {
+		fmt.Fprintln(f.IO.ErrOut, msg)
+	} else {
+		fmt.Fprintln(f.IO.ErrOut, "error: "+msg)
+	}
 	return code
 }
 

@@ -1,10 +1,340 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
 
-// newTailCmd is a placeholder until the command lands.
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/spf13/cobra"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/lineage"
+	"github.com/kinesis-shards/kinesis-shards/render"
+	"github.com/kinesis-shards/kinesis-shards/tail"
+)
+
+// tailAPI is what tail needs from the client.
+type tailAPI interface {
+	tail.API
+	kstream.CreateAPI
+}
+
+var _ tailAPI = (*kinesis.Client)(nil)
+
+// TailOptions are the inputs of `tail`.
+type TailOptions struct {
+	Stream             string
+	Checkpoint         string
+	NoCheckpoint       bool
+	FromTip            bool
+	FromTimestamp      string
+	Format             string
+	Decompress         bool
+	Key                string
+	Shard              string
+	MaxRecords         int64
+	IdleExit           time.Duration
+	PollInterval       time.Duration
+	RelistInterval     time.Duration
+	CheckpointInterval time.Duration
+	CreateIfMissing    int
+
+	// Resolved by validation.
+	format    render.RecordFormat
+	start     tail.StartMode
+	timestamp time.Time
+	keyHash   *lineage.HashKey
+}
+
 func newTailCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{Use: "tail", Hidden: true, RunE: markRan(func(*cobra.Command, []string) error {
-		return usageErrorf("tail is not built yet")
-	})}
+	opts := &TailOptions{}
+	c := &cobra.Command{
+		Use:   "tail STREAM",
+		Short: "Read a whole stream, parents before children, with a checkpoint",
+		Long: `Read every shard of a stream and write each record to stdout, keeping every
+partition key's records in order across splits and merges: a shard is read
+only once each of its parents has been read to its end (SHARD_END in the
+checkpoint) or trimmed by retention. Children are found from the parent's
+last GetRecords and by listing the shards again every --relist-interval.
+
+Start: a shard with a checkpoint resumes just after it; otherwise from its
+oldest record (TRIM_HORIZON). --from-tip starts open shards at their tip and
+counts closed shards without a checkpoint as read; --from-timestamp starts
+at an arrival time. A shard that opens while tail runs is read from its
+oldest record.
+
+Checkpoint: --checkpoint FILE, by default one file per account, region and
+stream under $XDG_STATE_HOME/kinesis-shards (~/.local/state/kinesis-shards),
+shown by --debug. It records per shard the last record written out, or
+SHARD_END, is written atomically at most every --checkpoint-interval, at
+every SHARD_END and at exit, is private (0600), locked against a second
+tail, and refused for another stream. After a crash at most the last
+--checkpoint-interval of records is written again; none is lost.
+
+Output (--format, or -o): json lines (the default when stdout is not a
+terminal), raw payloads, or text (readable, coloured; the default on a
+terminal). KPL aggregates are split into user records; --decompress unpacks
+gzip payloads (CloudWatch Logs subscriptions).
+
+Pacing: at most 5 GetRecords calls per second per shard, retries included;
+a caught-up shard is polled every --poll-interval. Ctrl-C stops reading,
+writes out what was read, saves the checkpoint and exits 130.`,
+		Example: `  kinesis-shards tail orders
+  kinesis-shards tail orders --from-tip --format raw
+  kinesis-shards tail orders --key customer-42 --from-timestamp 15m
+  kinesis-shards tail orders --idle-exit 5s --no-checkpoint | jq -r .data
+  kinesis-shards tail logs --decompress --checkpoint ./logs.checkpoint`,
+		Args: exactArgs(1, "STREAM"),
+		RunE: markRan(func(c *cobra.Command, args []string) error {
+			opts.Stream = args[0]
+			if err := validateTail(c, f, opts); err != nil {
+				return err
+			}
+			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
+			if err != nil {
+				return err
+			}
+			return runTail(c.Context(), f, client, ref, opts)
+		}),
+	}
+	fl := c.Flags()
+	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "checkpoint file (default: one per stream under the state directory)")
+	fl.BoolVar(&opts.NoCheckpoint, "no-checkpoint", false, "keep no checkpoint")
+	fl.BoolVar(&opts.FromTip, "from-tip", false, "start open shards at their tip; closed shards without a checkpoint count as read")
+	fl.StringVar(&opts.FromTimestamp, "from-timestamp", "", "start at this arrival time (RFC 3339, Unix seconds, or a duration ago: 15m)")
+	fl.StringVar(&opts.Format, "format", "", "record format: json, raw or text (default: text on a terminal, else json)")
+	fl.BoolVar(&opts.Decompress, "decompress", false, "unpack gzip payloads")
+	fl.StringVar(&opts.Key, "key", "", "read only the shards this partition key can be on")
+	fl.StringVar(&opts.Shard, "shard", "", "read only this shard and its descendants (id or number)")
+	fl.Int64Var(&opts.MaxRecords, "max-records", 0, "stop after this many records (0: no limit)")
+	fl.DurationVar(&opts.IdleExit, "idle-exit", 0, "exit 0 once every reader is at its tip and nothing arrived for this long")
+	fl.DurationVar(&opts.PollInterval, "poll-interval", tail.DefaultPollInterval, "how often a caught-up shard is polled (≥ 200ms)")
+	fl.DurationVar(&opts.RelistInterval, "relist-interval", tail.DefaultRelistInterval, "how often the shards are listed again to find children")
+	fl.DurationVar(&opts.CheckpointInterval, "checkpoint-interval", tail.DefaultCheckpointInterval, "how often the checkpoint is saved")
+	fl.IntVar(&opts.CreateIfMissing, "create-if-missing", 0, "create a missing stream with this many shards and wait for it")
+	return c
+}
+
+// validateTail checks every flag before anything is sent.
+func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
+	// -o is --format's synonym on tail.
+	format := o.Format
+	if g := f.Global.Output; g != "" {
+		if format != "" && format != g {
+			return usageErrorf("-o %s and --format %s disagree", g, format)
+		}
+		format = g
+	}
+	if format == "" {
+		format = "json"
+		if f.IO.StdoutTTY {
+			format = "text"
+		}
+	}
+	rf, err := render.ParseRecordFormat(format)
+	if err != nil {
+		return usageError(err)
+	}
+	o.format = rf
+	if o.NoCheckpoint && o.Checkpoint != "" {
+		return usageErrorf("--checkpoint and --no-checkpoint do not go together")
+	}
+	if o.FromTip && o.FromTimestamp != "" {
+		return usageErrorf("--from-tip and --from-timestamp do not go together")
+	}
+	switch {
+	case o.FromTip:
+		o.start = tail.StartLatest
+	case o.FromTimestamp != "":
+		ts, err := parseTimestamp(o.FromTimestamp, f.Now())
+		if err != nil {
+			return usageErrorf("--from-timestamp: %v", err)
+		}
+		o.start, o.timestamp = tail.StartAtTimestamp, ts
+	}
+	if c.Flags().Changed("key") {
+		if err := checkPartitionKey(o.Key); err != nil {
+			return usageErrorf("--key: %v", err)
+		}
+		h := lineage.PartitionKeyHash(o.Key)
+		o.keyHash = &h
+	}
+	if o.Shard != "" {
+		id, err := lineage.ParseShardID(o.Shard)
+		if err != nil {
+			return usageError(err)
+		}
+		o.Shard = id
+	}
+	if o.keyHash != nil && o.Shard != "" {
+		return usageErrorf("--key and --shard do not go together")
+	}
+	switch {
+	case o.MaxRecords < 0:
+		return usageErrorf("--max-records must not be negative")
+	case o.IdleExit < 0:
+		return usageErrorf("--idle-exit must not be negative")
+	case o.PollInterval < 200*time.Millisecond:
+		return usageErrorf("--poll-interval must be at least 200ms: a shard serves 5 GetRecords calls per second to all its readers")
+	case o.RelistInterval < time.Second:
+		return usageErrorf("--relist-interval must be at least 1s")
+	case o.CheckpointInterval <= 0:
+		return usageErrorf("--checkpoint-interval must be positive")
+	case c.Flags().Changed("create-if-missing") && (o.CreateIfMissing < 1 || o.CreateIfMissing > 10000):
+		return usageErrorf("--create-if-missing needs a shard count from 1 to 10000, not %d", o.CreateIfMissing)
+	}
+	return nil
+}
+
+func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *TailOptions) error {
+	var sum *kstream.Summary
+	if o.CreateIfMissing > 0 {
+		_, s, err := ensureStream(ctx, f, api, ref, kstream.Spec{Shards: o.CreateIfMissing}, time.Minute, 0, 0)
+		if err != nil {
+			return err
+		}
+		sum = s
+	} else {
+		s, err := kstream.Describe(ctx, api, ref)
+		if err != nil {
+			return err
+		}
+		sum = s
+	}
+	if sum.Status == types.StreamStatusDeleting {
+		return fmt.Errorf("stream %s is being deleted", ref)
+	}
+	if o.keyHash != nil && sum.OnDemand() {
+		fmt.Fprintf(f.IO.ErrOut, "note: %s is an on-demand stream; if its record distribution is AUTO, partition keys do not choose shards and --key reads nothing useful\n", ref)
+	}
+
+	store, path, err := openTailStore(f, sum, o)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if path != "" {
+		f.Debugf("checkpoint file %s", path)
+	}
+
+	out := render.NewRecordWriter(f.IO.Out, o.format, render.NewTheme(f.IO.ColorOut()))
+	topts := tail.Options{
+		StreamName:         sum.Name,
+		Start:              o.start,
+		Timestamp:          o.timestamp,
+		PollInterval:       o.PollInterval,
+		RelistInterval:     o.RelistInterval,
+		CheckpointInterval: o.CheckpointInterval,
+		Key:                o.keyHash,
+		Shard:              o.Shard,
+		MaxRecords:         o.MaxRecords,
+		IdleExit:           o.IdleExit,
+		Decompress:         o.Decompress,
+		Now:                f.Now,
+	}
+	if ref.ARN != "" {
+		topts.StreamARN = ref.ARN
+	}
+	if f.Global.Debug {
+		topts.Logf = f.Debugf
+	}
+	res, err := tail.New(api, store, topts, out.Write).Run(ctx)
+	if err != nil {
+		if isBrokenPipe(err) {
+			// `tail | head`: the reader went away; the checkpoint holds what
+			// was written.
+			return nil
+		}
+		if errors.Is(err, tail.ErrShardNotFound) {
+			return usageError(err)
+		}
+		return err
+	}
+	if f.IO.StderrTTY || f.Global.Debug {
+		msg := fmt.Sprintf("read %d records from %d shards", res.Records, res.Readers)
+		if path != "" {
+			msg += "; checkpoint " + path
+		}
+		fmt.Fprintln(f.IO.ErrOut, msg)
+	}
+	if res.Reason == tail.StopInterrupted {
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted; checkpoint saved")}
+	}
+	return nil
+}
+
+// openTailStore opens the checkpoint store the flags ask for.
+func openTailStore(f *Factory, sum *kstream.Summary, o *TailOptions) (tail.Store, string, error) {
+	if o.NoCheckpoint {
+		return tail.NewMemoryStore(nil), "", nil
+	}
+	path := o.Checkpoint
+	if path == "" {
+		p, err := defaultCheckpointPath(sum, o)
+		if err != nil {
+			return nil, "", err
+		}
+		path = p
+	}
+	id := tail.StreamIdentity{Name: sum.Name, ARN: sum.ARN, Created: sum.Created}
+	store, err := tail.OpenFile(path, id, func(w string) { fmt.Fprintln(f.IO.ErrOut, "warning: "+w) })
+	if err != nil {
+		return nil, "", err
+	}
+	return store, path, nil
+}
+
+// defaultCheckpointPath is one file per account, region and stream (and
+// per --key/--shard filter, whose checkpoints cover other shards):
+// $XDG_STATE_HOME/kinesis-shards/checkpoints/<account>/<region>/<stream>[.<filter>].json
+func defaultCheckpointPath(sum *kstream.Summary, o *TailOptions) (string, error) {
+	dir, err := stateDir()
+	if err != nil {
+		return "", err
+	}
+	account, region := "unknown-account", "unknown-region"
+	if ref, err := kstream.ParseRef(sum.ARN); err == nil && ref.ARN != "" {
+		account, region = ref.Account, ref.Region
+	}
+	name := sum.Name
+	switch {
+	case o.keyHash != nil:
+		h := sha256.Sum256([]byte(o.Key))
+		name += ".key-" + hex.EncodeToString(h[:6])
+	case o.Shard != "":
+		name += ".shard-" + lineage.ShortID(o.Shard)
+	}
+	return filepath.Join(dir, "kinesis-shards", "checkpoints", account, region, name+".json"), nil
+}
+
+// stateDir is $XDG_STATE_HOME, else ~/.local/state (%LocalAppData% on
+// Windows).
+func stateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return d, nil
+	}
+	if runtime.GOOS == "windows" {
+		if d := os.Getenv("LocalAppData"); d != "" {
+			return d, nil
+		}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", errors.New("no home directory for the default checkpoint file: pass --checkpoint FILE or --no-checkpoint")
+	}
+	return filepath.Join(home, ".local", "state"), nil
+}
+
+func isBrokenPipe(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "broken pipe")
 }

@@ -1,0 +1,332 @@
+package tail
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The checkpoint file format. Version 1:
+//
+//	{
+//	  "kind": "kinesis-shards/checkpoint",
+//	  "version": 1,
+//	  "stream": "orders",
+//	  "streamArn": "arn:aws:kinesis:us-east-1:123456789012:stream/orders",
+//	  "streamCreated": "2026-11-30T10:00:00Z",
+//	  "updatedAt": "2026-11-30T10:05:00.123Z",
+//	  "shards": {
+//	    "shardId-000000000000": {"shardEnd": true},
+//	    "shardId-000000000001": {"sequenceNumber": "4959..."},
+//	    "shardId-000000000002": {"sequenceNumber": "4959...", "subSequenceNumber": 3}
+//	  }
+//	}
+//
+// subSequenceNumber is present only when the last delivered record came out
+// of a KPL aggregate.
+const (
+	fileKind    = "kinesis-shards/checkpoint"
+	fileVersion = 1
+)
+
+// Errors a checkpoint file can be refused with. Each comes wrapped in a
+// sentence that names the file.
+var (
+	ErrLocked  = errors.New("checkpoint file is in use")
+	ErrForeign = errors.New("checkpoint file belongs to another stream")
+	ErrCorrupt = errors.New("checkpoint file is not valid")
+)
+
+// LockedError says another process holds the checkpoint file.
+type LockedError struct {
+	Path string
+	PID  int // 0 when unknown
+}
+
+func (e *LockedError) Error() string {
+	holder := "another process"
+	if e.PID > 0 {
+		holder = fmt.Sprintf("another kinesis-shards (pid %d)", e.PID)
+	}
+	return fmt.Sprintf("checkpoint file %s is in use by %s; run one tail per checkpoint file", e.Path, holder)
+}
+
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+type fileDoc struct {
+	Kind          string               `json:"kind"`
+	Version       int                  `json:"version"`
+	Stream        string               `json:"stream"`
+	StreamARN     string               `json:"streamArn"`
+	StreamCreated string               `json:"streamCreated"`
+	UpdatedAt     string               `json:"updatedAt,omitempty"`
+	Shards        map[string]fileShard `json:"shards"`
+}
+
+type fileShard struct {
+	SequenceNumber    string `json:"sequenceNumber,omitempty"`
+	SubSequenceNumber *int64 `json:"subSequenceNumber,omitempty"`
+	ShardEnd          bool   `json:"shardEnd,omitempty"`
+}
+
+// FileStore is a Store in a local JSON file: written atomically (temporary
+// file, fsync, rename, fsync of the directory), private to the user (0600 in
+// a 0700 directory), and locked with an advisory lock on FILE.lock, which
+// the OS releases when the process dies, so a second tail is refused while
+// the first runs and a killed tail never leaves a stale lock.
+type FileStore struct {
+	path   string
+	id     StreamIdentity
+	lock   *os.File
+	loaded map[string]Position
+	now    func() time.Time
+	// beforeRename runs between writing the temporary file and renaming it
+	// (tests inject a crash there).
+	beforeRename func(tmp string) error
+}
+
+// OpenFile opens (or prepares to create) the checkpoint file for a stream.
+// It refuses, leaving the file untouched: a path that is a directory or not
+// a regular file, a file it cannot read, a corrupt file, a file of another
+// stream, and a file locked by another process. A file readable by others
+// is tightened to 0600, with a warning through warn.
+func OpenFile(path string, id StreamIdentity, warn func(string)) (*FileStore, error) {
+	if path == "" {
+		return nil, errors.New("no checkpoint file path")
+	}
+	if warn == nil {
+		warn = func(string) {}
+	}
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		return nil, fmt.Errorf("checkpoint file %s is a directory", path)
+	case err == nil && !st.Mode().IsRegular():
+		return nil, fmt.Errorf("checkpoint file %s is not a regular file", path)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("checkpoint file %s: %w", path, unwrapPathError(err))
+	}
+	exists := err == nil
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create the checkpoint directory %s: %w", dir, unwrapPathError(err))
+	}
+	lock, err := lockFile(path + ".lock")
+	if err != nil {
+		return nil, err
+	}
+	s := &FileStore{path: path, id: id, lock: lock, now: time.Now}
+	if exists {
+		if st.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(path, 0o600); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("checkpoint file %s is readable by others and cannot be made private: %w", path, unwrapPathError(err))
+			}
+			warn(fmt.Sprintf("checkpoint file %s was readable by others (mode %04o); changed to 0600", path, st.Mode().Perm()))
+		}
+		loaded, err := readCheckpoint(path, id)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.loaded = loaded
+	}
+	s.removeStaleTemps()
+	return s, nil
+}
+
+// Path is the file's path.
+func (s *FileStore) Path() string { return s.path }
+
+// Load implements Store.
+func (s *FileStore) Load(context.Context) (map[string]Position, error) {
+	out := make(map[string]Position, len(s.loaded))
+	for k, v := range s.loaded {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// Save implements Store.
+func (s *FileStore) Save(_ context.Context, positions map[string]Position) error {
+	doc := fileDoc{
+		Kind:          fileKind,
+		Version:       fileVersion,
+		Stream:        s.id.Name,
+		StreamARN:     s.id.ARN,
+		StreamCreated: formatCreated(s.id.Created),
+		UpdatedAt:     s.now().UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		Shards:        make(map[string]fileShard, len(positions)),
+	}
+	for id, p := range positions {
+		switch {
+		case p.ShardEnd:
+			doc.Shards[id] = fileShard{ShardEnd: true}
+		case p.SequenceNumber != "":
+			fsh := fileShard{SequenceNumber: p.SequenceNumber}
+			if p.Aggregated {
+				sub := p.SubSequence
+				fsh.SubSequenceNumber = &sub
+			}
+			doc.Shards[id] = fsh
+		}
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	return s.writeAtomic(b)
+}
+
+func (s *FileStore) writeAtomic(b []byte) error {
+	dir, base := filepath.Split(s.path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp") // 0600
+	if err != nil {
+		return fmt.Errorf("write checkpoint %s: %w", s.path, unwrapPathError(err))
+	}
+	tmpName := tmp.Name()
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(tmpName)
+		return fmt.Errorf("write checkpoint %s: %w", s.path, unwrapPathError(err))
+	}
+	if _, err := tmp.Write(b); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fail(err)
+	}
+	if s.beforeRename != nil {
+		if err := s.beforeRename(tmpName); err != nil {
+			return fmt.Errorf("write checkpoint %s: %w", s.path, err)
+		}
+	}
+	if err := os.Rename(tmpName, s.path); err != nil {
+		os.Remove(tmpName)
+		return fmt.Errorf("write checkpoint %s: %w", s.path, unwrapPathError(err))
+	}
+	syncDir(dir)
+	return nil
+}
+
+// removeStaleTemps deletes temporary files a crashed writer left behind.
+// Only the lock holder writes them, and we hold the lock.
+func (s *FileStore) removeStaleTemps() {
+	dir, base := filepath.Split(s.path)
+	if dir == "" {
+		dir = "."
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "."+globEscape(base)+".*.tmp"))
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}
+
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`).Replace(s)
+}
+
+// Close implements Store: it releases the lock. The lock file stays (an
+// empty file beside the checkpoint): removing it would let two processes
+// lock two different files of the same name.
+func (s *FileStore) Close() error {
+	if s.lock == nil {
+		return nil
+	}
+	err := unlockFile(s.lock)
+	s.lock = nil
+	return err
+}
+
+func readCheckpoint(path string, id StreamIdentity) (map[string]Position, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read checkpoint file %s: %w", path, unwrapPathError(err))
+	}
+	doc, err := decodeCheckpoint(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v; it was left untouched (fix it, remove it, or use another --checkpoint)", ErrCorrupt, path, err)
+	}
+	if doc.StreamARN != id.ARN || !sameCreated(doc.StreamCreated, id.Created) {
+		return nil, fmt.Errorf("%w: %s is for %s (created %s), not for %s (created %s); a stream deleted and re-created under the same name is another stream: use another --checkpoint file or remove this one",
+			ErrForeign, path, doc.StreamARN, doc.StreamCreated, id.ARN, formatCreated(id.Created))
+	}
+	out := make(map[string]Position, len(doc.Shards))
+	for shard, f := range doc.Shards {
+		p := Position{SequenceNumber: f.SequenceNumber, ShardEnd: f.ShardEnd}
+		if f.SubSequenceNumber != nil {
+			p.Aggregated = true
+			p.SubSequence = *f.SubSequenceNumber
+		}
+		out[shard] = p
+	}
+	return out, nil
+}
+
+// decodeCheckpoint parses and validates a checkpoint document (fuzzed).
+func decodeCheckpoint(b []byte) (*fileDoc, error) {
+	var doc fileDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("not JSON (%v)", err)
+	}
+	if doc.Kind != fileKind {
+		return nil, fmt.Errorf("not a kinesis-shards checkpoint (kind %q)", doc.Kind)
+	}
+	if doc.Version != fileVersion {
+		if doc.Version > fileVersion {
+			return nil, fmt.Errorf("version %d is newer than this kinesis-shards understands (%d)", doc.Version, fileVersion)
+		}
+		return nil, fmt.Errorf("unknown version %d", doc.Version)
+	}
+	if doc.StreamARN == "" {
+		return nil, errors.New("no streamArn")
+	}
+	if _, err := time.Parse(time.RFC3339Nano, doc.StreamCreated); err != nil {
+		return nil, fmt.Errorf("streamCreated %q is not an RFC 3339 time", doc.StreamCreated)
+	}
+	for shard, f := range doc.Shards {
+		if shard == "" || len(shard) > 128 {
+			return nil, fmt.Errorf("bad shard id %q", shard)
+		}
+		switch {
+		case f.ShardEnd && (f.SequenceNumber != "" || f.SubSequenceNumber != nil):
+			return nil, fmt.Errorf("shard %s is both at SHARD_END and at a sequence number", shard)
+		case f.ShardEnd:
+		case !validSequence(f.SequenceNumber):
+			return nil, fmt.Errorf("shard %s: %q is not a sequence number", shard, f.SequenceNumber)
+		case f.SubSequenceNumber != nil && *f.SubSequenceNumber < 0:
+			return nil, fmt.Errorf("shard %s: negative subSequenceNumber", shard)
+		}
+	}
+	return &doc, nil
+}
+
+func formatCreated(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func sameCreated(s string, t time.Time) bool {
+	p, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil && p.Equal(t)
+}
+
+// unwrapPathError drops the path from an *fs.PathError: our messages name
+// the file already.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

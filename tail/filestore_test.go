@@ -1,0 +1,252 @@
+package tail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+var testID = StreamIdentity{Name: "orders", ARN: "arn:aws:kinesis:us-east-1:123456789012:stream/orders",
+	Created: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+
+func openT(t *testing.T, path string) *FileStore {
+	t.Helper()
+	s, err := OpenFile(path, testID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestFileStoreRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "dir", "cp.json")
+	s := openT(t, path)
+	if got, _ := s.Load(context.Background()); len(got) != 0 {
+		t.Fatalf("new store loaded %v", got)
+	}
+	want := map[string]Position{
+		"shardId-000000000000": {ShardEnd: true},
+		"shardId-000000000001": {SequenceNumber: "49590338271490256608559692538361571095921575989136588898"},
+		"shardId-000000000002": {SequenceNumber: "7", Aggregated: true, SubSequence: 3},
+		"shardId-000000000003": {SequenceNumber: "8", Aggregated: true, SubSequence: 0},
+	}
+	if err := s.Save(context.Background(), want); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for p, wantMode := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700} {
+		st, err := os.Stat(p)
+		if err != nil || st.Mode().Perm() != wantMode {
+			t.Errorf("%s: mode %v, want %04o (%v)", p, st.Mode().Perm(), wantMode, err)
+		}
+	}
+	s2 := openT(t, path)
+	got, _ := s2.Load(context.Background())
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("loaded %v, want %v", got, want)
+	}
+	b, _ := os.ReadFile(path)
+	for _, frag := range []string{`"kind": "kinesis-shards/checkpoint"`, `"version": 1`, `"shardEnd": true`, `"subSequenceNumber": 0`, `"streamCreated": "2026-11-30T10:00:00Z"`} {
+		if !strings.Contains(string(b), frag) {
+			t.Errorf("file lacks %s:\n%s", frag, b)
+		}
+	}
+}
+
+func TestFileStoreRefusals(t *testing.T) {
+	good := func(t *testing.T, path string) {
+		s := openT(t, path)
+		if err := s.Save(context.Background(), map[string]Position{"shardId-000000000000": {SequenceNumber: "1"}}); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, path string)
+		id    StreamIdentity
+		want  error  // errors.Is target, or nil to match text only
+		text  string // substring of the message
+	}{
+		{name: "directory", setup: func(t *testing.T, p string) { os.Mkdir(p, 0o700) }, text: "is a directory"},
+		{name: "garbage", setup: func(t *testing.T, p string) { os.WriteFile(p, []byte("{not json"), 0o600) }, want: ErrCorrupt, text: "left untouched"},
+		{name: "empty file", setup: func(t *testing.T, p string) { os.WriteFile(p, nil, 0o600) }, want: ErrCorrupt},
+		{name: "other tool's json", setup: func(t *testing.T, p string) { os.WriteFile(p, []byte(`{"a":1}`), 0o600) }, want: ErrCorrupt, text: "not a kinesis-shards checkpoint"},
+		{name: "newer version", setup: func(t *testing.T, p string) {
+			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":2,"streamArn":"x","streamCreated":"2026-11-30T10:00:00Z"}`), 0o600)
+		}, want: ErrCorrupt, text: "newer"},
+		{name: "bad sequence", setup: func(t *testing.T, p string) {
+			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":1,"streamArn":"`+testID.ARN+`","streamCreated":"2026-11-30T10:00:00Z","shards":{"s":{"sequenceNumber":"01"}}}`), 0o600)
+		}, want: ErrCorrupt, text: "not a sequence number"},
+		{name: "other stream", setup: good, id: StreamIdentity{Name: "x", ARN: "arn:aws:kinesis:us-east-1:123456789012:stream/x", Created: testID.Created}, want: ErrForeign},
+		{name: "re-created stream", setup: good, id: StreamIdentity{Name: testID.Name, ARN: testID.ARN, Created: testID.Created.Add(time.Hour)}, want: ErrForeign, text: "re-created"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cp.json")
+			tt.setup(t, path)
+			before, _ := os.ReadFile(path)
+			id := tt.id
+			if id.ARN == "" {
+				id = testID
+			}
+			s, err := OpenFile(path, id, nil)
+			if err == nil {
+				s.Close()
+				t.Fatal("opened; want refusal")
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.text) || !strings.Contains(err.Error(), path) && tt.name != "directory" {
+				t.Errorf("err = %q, want it to name the file and say %q", err, tt.text)
+			}
+			after, _ := os.ReadFile(path)
+			if string(before) != string(after) {
+				t.Errorf("file changed")
+			}
+			// A refused open leaves the lock free.
+			if s, err := OpenFile(filepath.Join(filepath.Dir(path), "other.json"), id, nil); err == nil {
+				s.Close()
+			}
+		})
+	}
+}
+
+func TestFileStoreUnreadableAndUnwritable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores file modes")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cp.json")
+	os.WriteFile(path, []byte("{}"), 0o000)
+	if _, err := OpenFile(path, testID, nil); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("unreadable: err = %v", err)
+	}
+	ro := filepath.Join(dir, "ro")
+	os.Mkdir(ro, 0o500)
+	if _, err := OpenFile(filepath.Join(ro, "cp.json"), testID, nil); err == nil {
+		t.Errorf("unwritable directory: opened")
+	}
+}
+
+func TestFileStoreTightensPermissions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cp.json")
+	s := openT(t, path)
+	s.Save(context.Background(), nil)
+	s.Close()
+	os.Chmod(path, 0o644)
+	var warned string
+	s2, err := OpenFile(path, testID, func(w string) { warned = w })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
+	st, _ := os.Stat(path)
+	if st.Mode().Perm() != 0o600 || !strings.Contains(warned, "changed to 0600") {
+		t.Fatalf("mode %v, warning %q", st.Mode().Perm(), warned)
+	}
+}
+
+// A crash between writing the temporary file and the rename leaves the old
+// checkpoint whole; the next open removes the leftover.
+func TestFileStoreCrashBeforeRename(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cp.json")
+	s := openT(t, path)
+	old := map[string]Position{"shardId-000000000000": {SequenceNumber: "100"}}
+	if err := s.Save(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	s.beforeRename = func(string) error { return errors.New("crash") }
+	if err := s.Save(context.Background(), map[string]Position{"shardId-000000000000": {SequenceNumber: "200"}}); err == nil {
+		t.Fatal("save with crash succeeded")
+	}
+	s.Close()
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".cp.json.*.tmp")); len(tmps) != 1 {
+		t.Fatalf("leftover temporary files: %v", tmps)
+	}
+	s2 := openT(t, path)
+	got, _ := s2.Load(context.Background())
+	if !reflect.DeepEqual(got, old) {
+		t.Fatalf("after crash loaded %v, want %v", got, old)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".cp.json.*.tmp")); len(tmps) != 0 {
+		t.Fatalf("leftover not removed: %v", tmps)
+	}
+}
+
+// The lock is per process: a second process is refused with our pid, and a
+// killed holder releases it.
+func TestFileStoreLockAcrossProcesses(t *testing.T) {
+	if os.Getenv("KS_LOCK_HELPER") != "" {
+		s, err := OpenFile(os.Getenv("KS_LOCK_HELPER"), testID, nil)
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(3)
+		}
+		fmt.Println("LOCKED")
+		time.Sleep(time.Minute)
+		s.Close()
+		os.Exit(0)
+	}
+	path := filepath.Join(t.TempDir(), "cp.json")
+	s := openT(t, path)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFileStoreLockAcrossProcesses$")
+	cmd.Env = append(os.Environ(), "KS_LOCK_HELPER="+path)
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), fmt.Sprintf("in use by another kinesis-shards (pid %d)", os.Getpid())) {
+		t.Fatalf("second process: %s", out)
+	}
+	s.Close()
+
+	// Now the child holds it; kill -9 frees it.
+	cmd = exec.Command(os.Args[0], "-test.run=^TestFileStoreLockAcrossProcesses$")
+	cmd.Env = append(os.Environ(), "KS_LOCK_HELPER="+path)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, _ := stdout.Read(buf)
+	if !strings.Contains(string(buf[:n]), "LOCKED") {
+		t.Fatalf("child: %q", buf[:n])
+	}
+	_, err := OpenFile(path, testID, nil)
+	var le *LockedError
+	if !errors.As(err, &le) || le.PID != cmd.Process.Pid {
+		t.Fatalf("err = %v, want LockedError naming pid %d", err, cmd.Process.Pid)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	s3, err := OpenFile(path, testID, nil)
+	if err != nil {
+		t.Fatalf("after kill -9: %v", err)
+	}
+	s3.Close()
+}
+
+func FuzzDecodeCheckpoint(f *testing.F) {
+	f.Add([]byte(`{"kind":"kinesis-shards/checkpoint","version":1,"streamArn":"a","streamCreated":"2026-11-30T10:00:00Z","shards":{"s":{"sequenceNumber":"12","subSequenceNumber":1},"t":{"shardEnd":true}}}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"kind":"kinesis-shards/checkpoint","version":1,"shards":{"":{}}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		doc, err := decodeCheckpoint(b)
+		if err != nil {
+			return
+		}
+		for id, s := range doc.Shards {
+			if id == "" || (!s.ShardEnd && !validSequence(s.SequenceNumber)) || (s.ShardEnd && s.SequenceNumber != "") {
+				t.Fatalf("accepted bad shard %q: %+v", id, s)
+			}
+		}
+	})
+}

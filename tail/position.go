@@ -1,0 +1,64 @@
+package tail
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Position is how far a shard has been delivered: the last record written
+// out, or the end of the shard.
+type Position struct {
+	// SequenceNumber of the last delivered record; "" when none.
+	SequenceNumber string
+	// SubSequence is the index of the last delivered user record inside a
+	// KPL aggregate; meaningful only when Aggregated.
+	SubSequence int64
+	// Aggregated says the last delivered record came out of a KPL aggregate
+	// (resume re-reads that aggregate and skips what was delivered).
+	Aggregated bool
+	// ShardEnd: every record of the (closed) shard was delivered.
+	ShardEnd bool
+}
+
+// IsZero reports whether nothing of the shard was delivered yet.
+func (p Position) IsZero() bool { return p == Position{} }
+
+func (p Position) String() string {
+	switch {
+	case p.ShardEnd:
+		return "SHARD_END"
+	case p.SequenceNumber == "":
+		return "-"
+	case p.Aggregated:
+		return fmt.Sprintf("%s/%d", p.SequenceNumber, p.SubSequence)
+	}
+	return p.SequenceNumber
+}
+
+// seqRE is the service's sequence number syntax: up to 129 digits, no
+// leading zeros.
+var seqRE = regexp.MustCompile(`^(0|[1-9][0-9]{0,128})$`)
+
+// validSequence reports whether s is a sequence number.
+func validSequence(s string) bool { return seqRE.MatchString(s) }
+
+// compareSequence compares two canonical sequence numbers of one shard
+// numerically. They are decimals of up to 129 digits, too long for machine
+// integers; for canonical decimals (no leading zeros) the longer is larger
+// and equal lengths compare digit by digit.
+func compareSequence(a, b string) int {
+	if len(a) != len(b) {
+		// Canonical decimals: the longer one is larger.
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

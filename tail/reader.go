@@ -1,0 +1,436 @@
+package tail
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
+	"github.com/kinesis-shards/kinesis-shards/lineage"
+)
+
+// Pacing. A shard serves 5 GetRecords calls per second to all its readers
+// together, and every attempt counts, retries included. Attempts start at
+// least minCallInterval apart (4.5/s, leaving a margin for clock jitter);
+// a caught-up shard is polled every PollInterval.
+const (
+	minCallInterval = 220 * time.Millisecond
+	// readBytesPerSecond is a shard's read quota; after a big response the
+	// next call waits until the quota has refilled.
+	readBytesPerSecond = 2 << 20
+	throttleBackoffMin = time.Second // a read throttle blocks the next second
+	throttleBackoffMax = 10 * time.Second
+	errorBackoffMin    = 250 * time.Millisecond
+	errorBackoffMax    = 5 * time.Second
+	// maxTransientAttempts bounds retries of one call on 5xx and network
+	// errors before the tail gives up with the error.
+	maxTransientAttempts = 10
+	// maxDecompressed bounds --decompress (a gzip bomb stays compressed).
+	maxDecompressed = 64 << 20
+)
+
+// noSDKRetries makes the SDK try a call once: the reader decides retries,
+// so each attempt goes through the pacer and throttling is not retried
+// behind our back or charged to a budget shared by all shards.
+func noSDKRetries(o *kinesis.Options) { o.RetryMaxAttempts = 1 }
+
+type startPoint struct {
+	kind types.ShardIteratorType
+	seq  string
+	ts   time.Time
+}
+
+func (s startPoint) String() string {
+	switch s.kind {
+	case types.ShardIteratorTypeAfterSequenceNumber, types.ShardIteratorTypeAtSequenceNumber:
+		return string(s.kind) + " " + s.seq
+	case types.ShardIteratorTypeAtTimestamp:
+		return string(s.kind) + " " + s.ts.UTC().Format(time.RFC3339Nano)
+	}
+	return string(s.kind)
+}
+
+// reader reads one shard from its start to its end.
+type reader struct {
+	t             *Tailer
+	id            string
+	start         startPoint
+	closedAtStart bool
+	rng           lineage.HashRange
+	haveRange     bool
+
+	// skipSeq/skipSub: on resume inside a KPL aggregate, the user records
+	// up to skipSub of the aggregate skipSeq were delivered already.
+	skipSeq string
+	skipSub int64
+
+	lastSeq string // last record received (and delivered)
+	atTip   bool
+	next    time.Time // earliest start of the next GetRecords attempt
+	rand    *rand.Rand
+}
+
+func (r *reader) logf(format string, args ...any) {
+	r.t.opts.Logf("shard %s: "+format, append([]any{r.id}, args...)...)
+}
+
+func (r *reader) run(ctx context.Context) error {
+	r.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	ctx = awsdebug.WithShard(ctx, r.id)
+	it, err := r.iterator(ctx)
+	if err != nil {
+		return r.stopErr(ctx, err)
+	}
+	if it == "" {
+		return r.end(nil) // shard gone
+	}
+	throttles, failures := 0, 0
+	for {
+		if err := r.wait(ctx); err != nil {
+			return nil // stopping
+		}
+		attempt := r.t.now()
+		r.next = attempt.Add(r.t.opts.minInterval)
+		out, err := r.getRecords(ctx, it)
+		if err != nil {
+			var (
+				pte *types.ProvisionedThroughputExceededException
+				kms *types.KMSThrottlingException
+				exp *types.ExpiredIteratorException
+				nf  *types.ResourceNotFoundException
+			)
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case errors.As(err, &pte), errors.As(err, &kms):
+				// Never drop: wait and ask again with the same iterator.
+				throttles++
+				d := backoff(r.rand, throttleBackoffMin, throttleBackoffMax, throttles)
+				r.logf("throttled, retrying in %s", d.Round(time.Millisecond))
+				r.next = attempt.Add(d)
+			case errors.As(err, &exp):
+				r.logf("iterator expired; resuming after %s", nonEmpty(r.lastSeq, "the start"))
+				it, err = r.iterator(ctx)
+				if err != nil {
+					return r.stopErr(ctx, err)
+				}
+				if it == "" {
+					return r.end(nil)
+				}
+			case errors.As(err, &nf):
+				// The shard (or the stream) is gone: as the KCL does, treat it
+				// as the end with no children; a relist finds out the rest.
+				r.logf("shard not found (trimmed or stream deleted); treating as its end")
+				return r.end(nil)
+			case transient(err):
+				failures++
+				if failures > maxTransientAttempts {
+					return fmt.Errorf("shard %s: GetRecords failed %d times: %w", r.id, failures, err)
+				}
+				d := backoff(r.rand, errorBackoffMin, errorBackoffMax, failures)
+				r.logf("GetRecords failed (%v), retrying in %s", err, d.Round(time.Millisecond))
+				r.next = attempt.Add(max(d, r.t.opts.minInterval))
+			default:
+				return fmt.Errorf("shard %s: %w", r.id, err)
+			}
+			continue
+		}
+		throttles, failures = 0, 0
+
+		batch, size := r.convert(out.Records)
+		if len(batch) > 0 {
+			more, err := r.t.deliverBatch(r.id, batch)
+			if err != nil {
+				return err
+			}
+			if !more {
+				return nil // --max-records reached
+			}
+		}
+		if len(out.Records) > 0 {
+			r.lastSeq = aws.ToString(out.Records[len(out.Records)-1].SequenceNumber)
+		}
+		if out.NextShardIterator == nil {
+			return r.end(out.ChildShards)
+		}
+		it = *out.NextShardIterator
+
+		behind := aws.ToInt64(out.MillisBehindLatest) > 0
+		switch {
+		case len(out.Records) > 0 && behind:
+			// Catching up: next call as soon as the quotas allow.
+			r.next = attempt.Add(max(r.t.opts.minInterval, time.Duration(float64(size)/readBytesPerSecond*float64(time.Second))))
+			r.setTip(false)
+		case len(out.Records) > 0:
+			r.next = attempt.Add(max(r.t.opts.minInterval, time.Duration(float64(size)/readBytesPerSecond*float64(time.Second))))
+			r.setTip(false)
+		case behind:
+			// Empty but behind: data lies further on; keep going.
+			r.setTip(false)
+		default:
+			r.next = attempt.Add(r.t.opts.PollInterval)
+			// A shard known to be closed is not "at its tip" until it ends.
+			r.setTip(!r.closedAtStart)
+		}
+	}
+}
+
+func nonEmpty(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// stopErr turns an error into the reader's result: nothing when stopping.
+func (r *reader) stopErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (r *reader) setTip(at bool) {
+	if r.atTip != at {
+		r.atTip = at
+		r.t.send(tipEvent{id: r.id, atTip: at})
+	}
+}
+
+// end records SHARD_END (every record was delivered before this) and tells
+// the coordinator, which saves it before any child starts.
+func (r *reader) end(children []types.ChildShard) error {
+	if !r.t.markEnd(r.id) {
+		return nil
+	}
+	r.t.send(endEvent{id: r.id, children: children})
+	return nil
+}
+
+// wait sleeps until the pacer allows the next attempt.
+func (r *reader) wait(ctx context.Context) error {
+	return sleepCtx(ctx, r.next.Sub(r.t.now()))
+}
+
+func (r *reader) getRecords(ctx context.Context, it string) (*kinesis.GetRecordsOutput, error) {
+	cctx, cancel := context.WithTimeout(ctx, r.t.opts.CallTimeout)
+	defer cancel()
+	in := &kinesis.GetRecordsInput{ShardIterator: aws.String(it), StreamARN: arnIfSet(r.t.opts.StreamARN)}
+	if r.t.opts.Limit > 0 {
+		in.Limit = aws.Int32(r.t.opts.Limit)
+	}
+	return r.t.api.GetRecords(cctx, in, noSDKRetries)
+}
+
+func arnIfSet(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return aws.String(s)
+}
+
+// iterator gets a shard iterator: after the last record received, or at the
+// reader's start when nothing was received yet. "" means the shard is gone.
+func (r *reader) iterator(ctx context.Context) (string, error) {
+	sp := r.start
+	if r.lastSeq != "" {
+		sp = startPoint{kind: types.ShardIteratorTypeAfterSequenceNumber, seq: r.lastSeq}
+	}
+	in := &kinesis.GetShardIteratorInput{
+		ShardId:           aws.String(r.id),
+		ShardIteratorType: sp.kind,
+		StreamName:        nilIfARN(r.t.opts.StreamName, r.t.opts.StreamARN),
+		StreamARN:         arnIfSet(r.t.opts.StreamARN),
+	}
+	switch sp.kind {
+	case types.ShardIteratorTypeAfterSequenceNumber, types.ShardIteratorTypeAtSequenceNumber:
+		in.StartingSequenceNumber = aws.String(sp.seq)
+	case types.ShardIteratorTypeAtTimestamp:
+		in.Timestamp = aws.Time(sp.ts)
+	}
+	failures := 0
+	for {
+		if err := r.wait(ctx); err != nil {
+			return "", err
+		}
+		attempt := r.t.now()
+		r.next = attempt.Add(r.t.opts.minInterval)
+		cctx, cancel := context.WithTimeout(ctx, r.t.opts.CallTimeout)
+		out, err := r.t.api.GetShardIterator(cctx, in, noSDKRetries)
+		cancel()
+		if err == nil {
+			return aws.ToString(out.ShardIterator), nil
+		}
+		var (
+			pte *types.ProvisionedThroughputExceededException
+			nf  *types.ResourceNotFoundException
+			inv *types.InvalidArgumentException
+		)
+		switch {
+		case ctx.Err() != nil:
+			return "", ctx.Err()
+		case errors.As(err, &nf):
+			r.logf("shard not found (trimmed or stream deleted); treating as its end")
+			return "", nil
+		case errors.As(err, &inv) && (sp.kind == types.ShardIteratorTypeAfterSequenceNumber || sp.kind == types.ShardIteratorTypeAtSequenceNumber):
+			return "", fmt.Errorf("shard %s: the service refused to resume at sequence number %s (from the checkpoint or the last record): %s", r.id, sp.seq, inv.ErrorMessage())
+		case errors.As(err, &pte) || transient(err):
+			failures++
+			if failures > maxTransientAttempts {
+				return "", fmt.Errorf("shard %s: GetShardIterator failed %d times: %w", r.id, failures, err)
+			}
+			r.next = attempt.Add(max(r.t.opts.minInterval, backoff(r.rand, errorBackoffMin, throttleBackoffMax, failures)))
+		default:
+			return "", fmt.Errorf("shard %s: %w", r.id, err)
+		}
+	}
+}
+
+func nilIfARN(name, arn string) *string {
+	if arn != "" {
+		return nil
+	}
+	return aws.String(name)
+}
+
+// transient errors are retried by the reader: 5xx, dropped connections,
+// timeouts of one call.
+func transient(err error) bool {
+	var (
+		ae  smithy.APIError
+		ne  net.Error
+		ife *types.InternalFailureException
+	)
+	if errors.As(err, &ife) {
+		return true
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return true
+	}
+	if errors.As(err, &ne) {
+		return true
+	}
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
+		return true
+	}
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "InternalFailure", "InternalFailureException", "ServiceUnavailable", "ServiceUnavailableException", "InternalServerError", "RequestTimeout", "RequestTimeoutException":
+			return true
+		}
+		return false
+	}
+	// Connection errors the SDK wraps without a net.Error (reset, refused).
+	var se interface{ ConnectionError() bool }
+	if errors.As(err, &se) && se.ConnectionError() {
+		return true
+	}
+	return false
+}
+
+// backoff is exponential with full jitter in [d/2, d).
+func backoff(r *rand.Rand, lo, hi time.Duration, attempt int) time.Duration {
+	d := lo
+	for i := 1; i < attempt && d < hi; i++ {
+		d *= 2
+	}
+	d = min(d, hi)
+	return d/2 + time.Duration(r.Int64N(int64(d/2)+1))
+}
+
+// convert turns a GetRecords page into delivered records: KPL aggregates
+// are split into user records, gzip is unpacked with Decompress, and on
+// resume inside an aggregate what was delivered is skipped. size is the
+// page's payload bytes (for the read-quota pacing).
+func (r *reader) convert(in []types.Record) (out []Record, size int) {
+	out = make([]Record, 0, len(in))
+	for i := range in {
+		rec := &in[i]
+		size += len(rec.Data) + len(aws.ToString(rec.PartitionKey))
+		seq := aws.ToString(rec.SequenceNumber)
+		base := Record{
+			ShardID:        r.id,
+			SequenceNumber: seq,
+			PartitionKey:   aws.ToString(rec.PartitionKey),
+			ArrivalTime:    aws.ToTime(rec.ApproximateArrivalTimestamp),
+			Data:           rec.Data,
+		}
+		skipping := r.skipSeq != "" && seq == r.skipSeq
+		if r.skipSeq != "" && seq != r.skipSeq {
+			r.skipSeq = "" // past the resumed aggregate
+		}
+		if users, ok := Deaggregate(rec.Data); ok {
+			for _, u := range users {
+				if skipping && u.SubSequence <= r.skipSub {
+					continue
+				}
+				ur := base
+				ur.Aggregated = true
+				ur.SubSequence = u.SubSequence
+				ur.PartitionKey = u.PartitionKey
+				ur.ExplicitHashKey = u.ExplicitHashKey
+				ur.Data = u.Data
+				ur.OutsideShard = r.outside(u)
+				out = append(out, r.unpack(ur))
+			}
+			continue
+		}
+		if skipping {
+			continue // a plain record at the checkpoint was delivered
+		}
+		out = append(out, r.unpack(base))
+	}
+	if r.skipSeq != "" && len(in) > 0 {
+		r.skipSeq = ""
+	}
+	return out, size
+}
+
+// outside reports whether a user record's hash is outside the shard.
+func (r *reader) outside(u UserRecord) bool {
+	if !r.haveRange {
+		return false
+	}
+	var h lineage.HashKey
+	if u.ExplicitHashKey != "" {
+		k, err := lineage.ParseHashKey(u.ExplicitHashKey)
+		if err != nil {
+			return true
+		}
+		h = k
+	} else {
+		h = lineage.PartitionKeyHash(u.PartitionKey)
+	}
+	return !r.rng.Contains(h)
+}
+
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// unpack applies --decompress.
+func (r *reader) unpack(rec Record) Record {
+	if !r.t.opts.Decompress || !bytes.HasPrefix(rec.Data, gzipMagic) {
+		return rec
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(rec.Data))
+	if err != nil {
+		return rec
+	}
+	b, err := io.ReadAll(io.LimitReader(zr, maxDecompressed+1))
+	if err != nil || len(b) > maxDecompressed {
+		return rec
+	}
+	rec.Data, rec.Decompressed = b, true
+	return rec
+}

@@ -1,0 +1,48 @@
+package tail
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kinesis-shards/kinesis-shards/lineage"
+)
+
+// API is the part of the Kinesis client a tail uses; *kinesis.Client
+// satisfies it.
+type API interface {
+	lineage.ShardLister
+	GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, optFns ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, optFns ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error)
+}
+
+// Record is one record as delivered: a plain record, or one user record of
+// a KPL aggregate.
+type Record struct {
+	ShardID        string
+	SequenceNumber string
+	// SubSequence is the index inside a KPL aggregate (Aggregated only).
+	SubSequence int64
+	Aggregated  bool
+	// PartitionKey is the user record's own key for aggregated records.
+	PartitionKey    string
+	ExplicitHashKey string
+	ArrivalTime     time.Time
+	Data            []byte
+	// Decompressed: Data was gzip and has been unpacked (--decompress).
+	Decompressed bool
+	// OutsideShard flags a KPL user record whose hash is outside the
+	// shard's range (the KCL drops these; we show them, flagged).
+	OutsideShard bool
+}
+
+// position is the checkpoint a delivered record stands for.
+func (r *Record) position() Position {
+	return Position{SequenceNumber: r.SequenceNumber, SubSequence: r.SubSequence, Aggregated: r.Aggregated}
+}
+
+// DeliverFunc writes a batch of records of one shard out (and flushes it).
+// Calls are serialised; a record counts as delivered once DeliverFunc has
+// returned nil for its batch. An error stops the tail.
+type DeliverFunc func(batch []Record) error

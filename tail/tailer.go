@@ -1,0 +1,706 @@
+package tail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kinesis-shards/kinesis-shards/lineage"
+)
+
+// StartMode is where a shard without a checkpoint starts.
+type StartMode int
+
+const (
+	// StartTrimHorizon reads every shard from its oldest record (default).
+	StartTrimHorizon StartMode = iota
+	// StartLatest (--from-tip) starts the open shards at their tip and
+	// counts closed shards without a checkpoint as read.
+	StartLatest
+	// StartAtTimestamp (--from-timestamp) starts at an arrival time.
+	StartAtTimestamp
+)
+
+// Options tune a tail. The zero value of every duration means its default.
+type Options struct {
+	StreamName string
+	StreamARN  string // preferred for calls when set
+
+	Start     StartMode
+	Timestamp time.Time // StartAtTimestamp
+
+	PollInterval       time.Duration // idle shard: one GetRecords per this (default 1s)
+	RelistInterval     time.Duration // ListShards safety net (default 10s)
+	CheckpointInterval time.Duration // save at most this often (default 5s)
+	CallTimeout        time.Duration // deadline of every call (default 30s)
+	Limit              int32         // GetRecords Limit; 0 = service default (10,000)
+
+	// Key restricts reading to the shards whose range holds this hash.
+	Key *lineage.HashKey
+	// Shard restricts reading to this shard and its descendants.
+	Shard string
+
+	MaxRecords int64         // stop after this many delivered records (0 = no limit)
+	IdleExit   time.Duration // stop when idle this long (0 = never)
+	Decompress bool          // unpack gzip payloads
+
+	// Logf receives warnings and debug lines (may be nil).
+	Logf func(format string, args ...any)
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+
+	// minInterval is the pacer's floor between GetRecords attempts of one
+	// shard; only this package's tests lower it.
+	minInterval time.Duration
+}
+
+// Defaults.
+const (
+	DefaultPollInterval       = time.Second
+	DefaultRelistInterval     = 10 * time.Second
+	DefaultCheckpointInterval = 5 * time.Second
+	DefaultCallTimeout        = 30 * time.Second
+)
+
+func (o *Options) defaults() {
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.minInterval <= 0 {
+		o.minInterval = minCallInterval
+	}
+	if o.PollInterval < o.minInterval {
+		o.PollInterval = o.minInterval
+	}
+	if o.RelistInterval <= 0 {
+		o.RelistInterval = DefaultRelistInterval
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// StopReason says why Run returned.
+type StopReason int
+
+const (
+	StopInterrupted StopReason = iota // the context ended (Ctrl-C)
+	StopMaxRecords                    // --max-records reached
+	StopIdle                          // --idle-exit elapsed
+	StopError                         // an error (returned alongside)
+)
+
+// Result is what Run reports.
+type Result struct {
+	Records int64 // delivered
+	Readers int   // shard readers started
+	Reason  StopReason
+}
+
+// ErrShardNotFound: the --shard is not in the stream.
+var ErrShardNotFound = errors.New("shard not found")
+
+type shardStatus int
+
+const (
+	statusPending  shardStatus = iota // waiting for its parents
+	statusRunning                     // a reader is reading it
+	statusDone                        // read to its end (or counted as read)
+	statusExcluded                    // not selected by --key / --shard
+)
+
+// shardState is the coordinator's view of one shard.
+type shardState struct {
+	id        string
+	parents   []string
+	rng       lineage.HashRange
+	haveRange bool
+	closed    bool
+	listed    bool // seen in a listing (so an absent parent is trimmed)
+	initial   bool // in the first listing
+	status    shardStatus
+	atTip     bool
+	ended     bool // our reader reached its end
+	children  bool // some known shard names it as a parent
+}
+
+// Tailer reads a stream parents-first. Create with New, run with Run.
+type Tailer struct {
+	api     API
+	store   Store
+	opts    Options
+	deliver DeliverFunc
+
+	// mu guards what readers and the coordinator share.
+	mu           sync.Mutex
+	positions    map[string]Position
+	dirty        bool
+	delivered    int64
+	lastActivity time.Time
+	full         bool // MaxRecords reached
+
+	events  chan event
+	stopped chan struct{} // closed when the coordinator stops; readers then stop sending
+
+	// Coordinator-only state.
+	shards        map[string]*shardState
+	initialPass   bool
+	discovering   bool // a relist to find children of an ended shard is due
+	listing       bool // a relist is running
+	readers       sync.WaitGroup
+	readerCtx     context.Context
+	cancelReaders context.CancelFunc
+	started       int
+}
+
+type event interface{}
+
+type endEvent struct {
+	id       string
+	children []types.ChildShard
+}
+type tipEvent struct {
+	id    string
+	atTip bool
+}
+type exitEvent struct {
+	id  string
+	err error
+}
+type listEvent struct {
+	shards []types.Shard
+	err    error
+}
+type fullEvent struct{}
+
+// New prepares a tail; nothing is called until Run.
+func New(api API, store Store, opts Options, deliver DeliverFunc) *Tailer {
+	opts.defaults()
+	return &Tailer{api: api, store: store, opts: opts, deliver: deliver,
+		events: make(chan event, 64), stopped: make(chan struct{}), shards: map[string]*shardState{}}
+}
+
+func (t *Tailer) now() time.Time { return t.opts.Now() }
+
+// send hands an event to the coordinator unless it has stopped.
+func (t *Tailer) send(ev event) {
+	select {
+	case t.events <- ev:
+	case <-t.stopped:
+	}
+}
+
+// Positions returns a copy of the delivered positions.
+func (t *Tailer) Positions() map[string]Position {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.positions)
+}
+
+// Run reads until the context ends, MaxRecords or IdleExit, or an error.
+// It always saves the checkpoint of what was delivered before returning.
+func (t *Tailer) Run(ctx context.Context) (res Result, err error) {
+	positions, err := t.store.Load(ctx)
+	if err != nil {
+		return Result{Reason: StopError}, err
+	}
+	t.positions = positions
+	t.lastActivity = t.now()
+
+	shards, err := t.listWithRetry(ctx)
+	if err != nil {
+		return Result{Reason: StopError}, err
+	}
+	t.readerCtx, t.cancelReaders = context.WithCancel(context.WithoutCancel(ctx))
+	defer t.cancelReaders()
+
+	if err := t.mergeListing(shards, true); err != nil {
+		return Result{Reason: StopError}, err
+	}
+	if t.opts.Shard != "" && t.shards[t.opts.Shard] == nil {
+		return Result{Reason: StopError}, fmt.Errorf("%w: %s is not a shard of stream %s", ErrShardNotFound, t.opts.Shard, t.streamLabel())
+	}
+	t.initialPass = true
+	t.schedule()
+	t.initialPass = false
+
+	reason, runErr := t.loop(ctx)
+
+	// Stop: no new calls; readers deliver what they hold, then exit.
+	close(t.stopped)
+	t.cancelReaders()
+	t.readers.Wait()
+	if serr := t.save(context.WithoutCancel(ctx), true); serr != nil && runErr == nil {
+		runErr, reason = serr, StopError
+	}
+	t.mu.Lock()
+	res = Result{Records: t.delivered, Readers: t.started, Reason: reason}
+	t.mu.Unlock()
+	return res, runErr
+}
+
+func (t *Tailer) streamLabel() string {
+	if t.opts.StreamName != "" {
+		return t.opts.StreamName
+	}
+	return t.opts.StreamARN
+}
+
+func (t *Tailer) loop(ctx context.Context) (StopReason, error) {
+	relist := time.NewTicker(t.opts.RelistInterval)
+	defer relist.Stop()
+	save := time.NewTicker(t.opts.CheckpointInterval)
+	defer save.Stop()
+	var idleC <-chan time.Time
+	if t.opts.IdleExit > 0 {
+		tick := time.NewTicker(min(max(t.opts.IdleExit/10, 10*time.Millisecond), 250*time.Millisecond))
+		defer tick.Stop()
+		idleC = tick.C
+	}
+	// A parent that ended without naming children makes us relist soon.
+	retryList := time.NewTimer(time.Hour)
+	retryList.Stop()
+	defer retryList.Stop()
+
+	for {
+		select {
+		case <-ctx.Done():
+			return StopInterrupted, nil
+		case <-relist.C:
+			t.startRelist(ctx, false)
+		case <-retryList.C:
+			t.startRelist(ctx, true)
+		case <-save.C:
+			if err := t.save(ctx, false); err != nil {
+				return StopError, err
+			}
+		case <-idleC:
+			if t.idle() {
+				return StopIdle, nil
+			}
+		case ev := <-t.events:
+			switch ev := ev.(type) {
+			case endEvent:
+				s := t.shards[ev.id]
+				s.ended, s.status, s.closed, s.atTip = true, statusDone, true, false
+				// SHARD_END is on disk before any child starts.
+				if err := t.save(ctx, true); err != nil {
+					return StopError, err
+				}
+				for _, c := range ev.children {
+					t.addChild(c)
+				}
+				if !t.hasChildren(ev.id) {
+					t.opts.Logf("shard %s ended without naming children; listing shards", ev.id)
+					t.startRelist(ctx, true)
+				}
+				t.schedule()
+			case tipEvent:
+				if s := t.shards[ev.id]; s != nil && s.status == statusRunning {
+					s.atTip = ev.atTip
+					if !ev.atTip {
+						t.touch()
+					}
+				}
+			case exitEvent:
+				if ev.err != nil {
+					return StopError, ev.err
+				}
+			case listEvent:
+				t.listing = false
+				t.discovering = false
+				if ev.err != nil {
+					if fatalListError(ev.err) {
+						return StopError, ev.err
+					}
+					t.opts.Logf("listing shards failed (will retry): %v", ev.err)
+					retryList.Reset(t.opts.PollInterval)
+					continue
+				}
+				if err := t.mergeListing(ev.shards, false); err != nil {
+					t.opts.Logf("ignoring a listing: %v", err)
+				}
+				t.schedule()
+				if t.endedWithoutChildren() {
+					// Children not listed yet: look again soon.
+					t.discovering = true
+					retryList.Reset(t.opts.PollInterval)
+				}
+			case fullEvent:
+				return StopMaxRecords, nil
+			}
+		}
+	}
+}
+
+// fatalListError: errors that relisting cannot outlive.
+func fatalListError(err error) bool {
+	var nf *types.ResourceNotFoundException
+	var ad *types.AccessDeniedException
+	return errors.As(err, &nf) || errors.As(err, &ad)
+}
+
+// touch restarts the idle clock.
+func (t *Tailer) touch() {
+	t.mu.Lock()
+	t.lastActivity = t.now()
+	t.mu.Unlock()
+}
+
+// idle reports whether --idle-exit has elapsed: every reader is at its tip,
+// no shard waits to be discovered or started, and nothing was delivered for
+// IdleExit.
+func (t *Tailer) idle() bool {
+	if t.discovering || t.endedWithoutChildren() {
+		t.touch()
+		return false
+	}
+	for _, s := range t.shards {
+		switch s.status {
+		case statusPending:
+			t.touch()
+			return false
+		case statusRunning:
+			if !s.atTip {
+				t.touch()
+				return false
+			}
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.now().Sub(t.lastActivity) >= t.opts.IdleExit
+}
+
+func (t *Tailer) hasChildren(id string) bool {
+	if s := t.shards[id]; s != nil && s.children {
+		return true
+	}
+	return false
+}
+
+func (t *Tailer) endedWithoutChildren() bool {
+	for _, s := range t.shards {
+		if s.ended && !s.children {
+			return true
+		}
+	}
+	return false
+}
+
+// save writes the positions when they changed (or always when force).
+func (t *Tailer) save(ctx context.Context, force bool) error {
+	t.mu.Lock()
+	if !t.dirty && !force {
+		t.mu.Unlock()
+		return nil
+	}
+	snap := maps.Clone(t.positions)
+	t.dirty = false
+	t.mu.Unlock()
+	if err := t.store.Save(ctx, snap); err != nil {
+		t.mu.Lock()
+		t.dirty = true
+		t.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// listWithRetry lists the shards for the start, riding out throttling and
+// a stream that is briefly busy.
+func (t *Tailer) listWithRetry(ctx context.Context) ([]types.Shard, error) {
+	delay := 500 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		shards, err := t.list(ctx)
+		if err == nil {
+			return shards, nil
+		}
+		var lee *types.LimitExceededException
+		var riu *types.ResourceInUseException
+		if (!errors.As(err, &lee) && !errors.As(err, &riu)) || attempt >= 5 {
+			return nil, err
+		}
+		if err := sleepCtx(ctx, delay); err != nil {
+			return nil, err
+		}
+		delay *= 2
+	}
+}
+
+func (t *Tailer) list(ctx context.Context) ([]types.Shard, error) {
+	cctx, cancel := context.WithTimeout(ctx, t.opts.CallTimeout)
+	defer cancel()
+	return lineage.ListShards(cctx, t.api, lineage.ListOptions{StreamName: t.opts.StreamName, StreamARN: t.opts.StreamARN})
+}
+
+// startRelist lists the shards in the background; discovery says it looks
+// for the children of an ended shard (which holds off --idle-exit).
+func (t *Tailer) startRelist(ctx context.Context, discovery bool) {
+	if discovery {
+		t.discovering = true
+	}
+	if t.listing {
+		return
+	}
+	t.listing = true
+	go func() {
+		shards, err := t.list(ctx)
+		t.send(listEvent{shards: shards, err: err})
+	}()
+}
+
+// mergeListing folds a ListShards answer into the shard states.
+func (t *Tailer) mergeListing(listed []types.Shard, initial bool) error {
+	g, err := lineage.Build(listed)
+	if err != nil {
+		return fmt.Errorf("the shard listing of %s is not a valid lineage: %w", t.streamLabel(), err)
+	}
+	for _, sh := range g.Shards() {
+		if sh.State == lineage.StateTrimmed {
+			continue
+		}
+		s := t.shards[sh.ID]
+		if s == nil {
+			s = &shardState{id: sh.ID, initial: initial}
+			t.shards[sh.ID] = s
+		}
+		s.parents = sh.Parents
+		s.rng, s.haveRange = sh.Range, true
+		s.listed = true
+		if sh.State == lineage.StateClosed {
+			s.closed = true
+		}
+		for _, p := range sh.Parents {
+			if ps := t.shards[p]; ps != nil {
+				ps.children = true
+			}
+		}
+		if len(sh.Children) > 0 {
+			s.children = true
+		}
+	}
+	return nil
+}
+
+// addChild records a child named by a parent's last GetRecords.
+func (t *Tailer) addChild(c types.ChildShard) {
+	id := aws.ToString(c.ShardId)
+	if id == "" {
+		return
+	}
+	s := t.shards[id]
+	if s == nil {
+		s = &shardState{id: id, parents: slices.Clone(c.ParentShards)}
+		t.shards[id] = s
+	}
+	if !s.haveRange && c.HashKeyRange != nil {
+		start, err1 := lineage.ParseHashKey(aws.ToString(c.HashKeyRange.StartingHashKey))
+		end, err2 := lineage.ParseHashKey(aws.ToString(c.HashKeyRange.EndingHashKey))
+		if err1 == nil && err2 == nil {
+			s.rng, s.haveRange = lineage.HashRange{Start: start, End: end}, true
+		}
+	}
+	for _, p := range c.ParentShards {
+		if ps := t.shards[p]; ps != nil {
+			ps.children = true
+		}
+	}
+}
+
+// relevant applies --key and --shard. It is false only when the shard can
+// be excluded for sure.
+func (t *Tailer) relevant(s *shardState) bool {
+	if t.opts.Key != nil {
+		return !s.haveRange || s.rng.Contains(*t.opts.Key)
+	}
+	if t.opts.Shard != "" {
+		return t.inSubtree(s.id, 0)
+	}
+	return true
+}
+
+func (t *Tailer) inSubtree(id string, depth int) bool {
+	if id == t.opts.Shard {
+		return true
+	}
+	s := t.shards[id]
+	if s == nil || depth > 100000 {
+		return false
+	}
+	for _, p := range s.parents {
+		if t.inSubtree(p, depth+1) {
+			return true
+		}
+	}
+	return false
+}
+
+// parentsDone is the ordering rule: every parent is at SHARD_END, counted
+// as read, excluded by a filter, or gone from a listing that holds the
+// child (trimmed by retention).
+func (t *Tailer) parentsDone(s *shardState) bool {
+	if t.opts.Shard != "" && s.id == t.opts.Shard {
+		return true // the user starts here
+	}
+	for _, p := range s.parents {
+		ps := t.shards[p]
+		if ps == nil {
+			if !s.listed {
+				return false // known from ChildShards only: wait for a listing
+			}
+			continue // trimmed
+		}
+		switch ps.status {
+		case statusDone, statusExcluded:
+			continue
+		}
+		if t.positionOf(p).ShardEnd {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func (t *Tailer) positionOf(id string) Position {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.positions[id]
+}
+
+// schedule starts every shard that became ready, until nothing changes.
+func (t *Tailer) schedule() {
+	for changed := true; changed; {
+		changed = false
+		for _, id := range slices.Sorted(maps.Keys(t.shards)) {
+			s := t.shards[id]
+			if s.status != statusPending {
+				continue
+			}
+			if !t.relevant(s) {
+				s.status, changed = statusExcluded, true
+				continue
+			}
+			pos := t.positionOf(id)
+			if pos.ShardEnd {
+				s.status, changed = statusDone, true
+				continue
+			}
+			if !t.parentsDone(s) {
+				continue
+			}
+			if t.initialPass && t.opts.Start == StartLatest && s.closed && pos.IsZero() {
+				// --from-tip: its old records would be skipped anyway.
+				t.mu.Lock()
+				t.positions[id] = Position{ShardEnd: true}
+				t.dirty = true
+				t.mu.Unlock()
+				s.status, changed = statusDone, true
+				continue
+			}
+			t.startReader(s, pos)
+			changed = true
+		}
+	}
+}
+
+func (t *Tailer) startReader(s *shardState, pos Position) {
+	s.status, s.atTip = statusRunning, false
+	t.started++
+	t.touch()
+	r := &reader{t: t, id: s.id, closedAtStart: s.closed, rng: s.rng, haveRange: s.haveRange}
+	switch {
+	case pos.SequenceNumber != "":
+		r.start = startPoint{kind: types.ShardIteratorTypeAfterSequenceNumber, seq: pos.SequenceNumber}
+		if pos.Aggregated {
+			// Re-read the aggregate and skip what was delivered.
+			r.start = startPoint{kind: types.ShardIteratorTypeAtSequenceNumber, seq: pos.SequenceNumber}
+			r.skipSeq, r.skipSub = pos.SequenceNumber, pos.SubSequence
+		}
+	case s.initial && t.initialPass && t.opts.Start == StartLatest:
+		r.start = startPoint{kind: types.ShardIteratorTypeLatest}
+	case s.initial && t.opts.Start == StartAtTimestamp:
+		r.start = startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: t.opts.Timestamp}
+	default:
+		r.start = startPoint{kind: types.ShardIteratorTypeTrimHorizon}
+	}
+	t.opts.Logf("shard %s: reading from %s", s.id, r.start)
+	t.readers.Add(1)
+	go func() {
+		defer t.readers.Done()
+		err := r.run(t.readerCtx)
+		t.send(exitEvent{id: s.id, err: err})
+	}()
+}
+
+// deliverBatch writes a batch out and records its position. Deliveries are
+// serialised; after MaxRecords nothing more is delivered.
+func (t *Tailer) deliverBatch(id string, batch []Record) (bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.full {
+		return false, nil
+	}
+	if t.opts.MaxRecords > 0 && t.delivered+int64(len(batch)) >= t.opts.MaxRecords {
+		batch = batch[:t.opts.MaxRecords-t.delivered]
+		t.full = true
+	}
+	if len(batch) > 0 {
+		if err := t.deliver(batch); err != nil {
+			return false, err
+		}
+		t.delivered += int64(len(batch))
+		t.positions[id] = batch[len(batch)-1].position()
+		t.dirty = true
+		t.lastActivity = t.now()
+	}
+	if t.full {
+		go t.send(fullEvent{})
+		return false, nil
+	}
+	return true, nil
+}
+
+// markEnd records SHARD_END for a shard whose every record was delivered.
+func (t *Tailer) markEnd(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.full {
+		return false
+	}
+	t.positions[id] = Position{ShardEnd: true}
+	t.dirty = true
+	t.lastActivity = t.now()
+	return true
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}

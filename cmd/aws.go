@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
 )
@@ -27,8 +28,11 @@ import (
 const (
 	dialTimeout           = 5 * time.Second
 	tlsHandshakeTimeout   = 5 * time.Second
-	responseHeaderTimeout = 30 * time.Second // GetRecords answers in well under this
+	responseHeaderTimeout = 10 * time.Second // every Kinesis call answers in well under this
 	maxAttempts           = 3
+	// operationTimeout bounds one call with all its retries, so a silent
+	// endpoint ends in an error within seconds, not minutes.
+	operationTimeout = 25 * time.Second
 )
 
 // clientConfig is what decides how the SDK client is built.
@@ -115,6 +119,7 @@ func newRetryer() aws.Retryer {
 // newKinesisClient builds the client from resolved configuration.
 func newKinesisClient(cfg aws.Config, cc clientConfig) *kinesis.Client {
 	return kinesis.NewFromConfig(cfg, func(o *kinesis.Options) {
+		o.APIOptions = append(o.APIOptions, withOperationTimeout(operationTimeout))
 		if cc.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(cc.EndpointURL)
 		}
@@ -151,4 +156,20 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// withOperationTimeout gives every call (all attempts together) a deadline
+// unless its context already has a sooner one.
+func withOperationTimeout(d time.Duration) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("kinesis-shards-operation-timeout",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > d {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, d)
+					defer cancel()
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
 }

@@ -32,6 +32,8 @@ type StreamsOptions struct {
 	// DescribeEvery spaces DescribeStreamSummary calls (20 TPS per account).
 	DescribeEvery time.Duration
 	Workers       int
+	// PageSize is ListStreams' Limit (0: the service's default, 100).
+	PageSize int32
 }
 
 func newStreamsCmd(f *Factory) *cobra.Command {
@@ -69,40 +71,51 @@ func noArgs(c *cobra.Command, args []string) error {
 	return nil
 }
 
-// listStreamRefs pages ListStreams. Backends that predate StreamSummaries
-// (kinesalite) send only names.
-func listStreamRefs(ctx context.Context, api kinesis.ListStreamsAPIClient) ([]kstream.Ref, error) {
+// listStreamRefs pages ListStreams: by NextToken (AWS, kinesis-mock), or by
+// ExclusiveStartStreamName where a backend says HasMoreStreams without a
+// token (kinesalite). Backends that predate StreamSummaries send only names.
+func listStreamRefs(ctx context.Context, api kinesis.ListStreamsAPIClient, pageSize int32) ([]kstream.Ref, error) {
 	var refs []kstream.Ref
 	seen := map[string]bool{}
-	p := kinesis.NewListStreamsPaginator(api, &kinesis.ListStreamsInput{})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
+	var limit *int32
+	if pageSize > 0 {
+		limit = aws.Int32(pageSize)
+	}
+	in := &kinesis.ListStreamsInput{Limit: limit}
+	for page := 0; page < 100000; page++ {
+		out, err := api.ListStreams(ctx, in)
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range out.StreamSummaries {
-			name := aws.ToString(s.StreamName)
+		last := ""
+		add := func(name string) {
+			last = name
 			if !seen[name] {
 				seen[name] = true
 				refs = append(refs, kstream.Ref{Name: name})
 			}
+		}
+		for _, s := range out.StreamSummaries {
+			add(aws.ToString(s.StreamName))
 		}
 		for _, name := range out.StreamNames {
-			if !seen[name] {
-				seen[name] = true
-				refs = append(refs, kstream.Ref{Name: name})
-			}
+			add(name)
 		}
-		if !aws.ToBool(out.HasMoreStreams) && out.NextToken == nil {
-			break
+		switch {
+		case out.NextToken != nil && *out.NextToken != "":
+			in = &kinesis.ListStreamsInput{NextToken: out.NextToken, Limit: limit}
+		case aws.ToBool(out.HasMoreStreams) && last != "":
+			in = &kinesis.ListStreamsInput{ExclusiveStartStreamName: aws.String(last), Limit: limit}
+		default:
+			sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+			return refs, nil
 		}
 	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
-	return refs, nil
+	return nil, errors.New("ListStreams kept answering with more pages")
 }
 
 func runStreams(ctx context.Context, f *Factory, api streamsAPI, opts *StreamsOptions) error {
-	refs, err := listStreamRefs(ctx, api)
+	refs, err := listStreamRefs(ctx, api, opts.PageSize)
 	if err != nil {
 		return err
 	}

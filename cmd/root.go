@@ -214,6 +214,7 @@ reshards, and splits, merges and rescales shards after a preview.`,
 		newSplitCmd(f),
 		newMergeCmd(f),
 		newScaleCmd(f),
+		newDashboardCmd(f),
 	)
 	registerCompletions(root, f)
 	return root

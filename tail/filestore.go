@@ -252,26 +252,16 @@ func (s *FileStore) Close() error {
 }
 
 func readCheckpoint(path string, id StreamIdentity) (map[string]Position, error) {
-	b, err := os.ReadFile(path)
+	fileID, out, err := ReadCheckpoint(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read checkpoint file %s: %w", path, unwrapPathError(err))
-	}
-	doc, err := decodeCheckpoint(b)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v; it was left untouched (fix it, remove it, or use another --checkpoint)", ErrCorrupt, path, err)
-	}
-	if doc.StreamARN != id.ARN || !sameCreated(doc.StreamCreated, id.Created) {
-		return nil, fmt.Errorf("%w: %s is for %s (created %s), not for %s (created %s); a stream deleted and re-created under the same name is another stream: use another --checkpoint file or remove this one",
-			ErrForeign, path, doc.StreamARN, doc.StreamCreated, id.ARN, formatCreated(id.Created))
-	}
-	out := make(map[string]Position, len(doc.Shards))
-	for shard, f := range doc.Shards {
-		p := Position{SequenceNumber: f.SequenceNumber, ShardEnd: f.ShardEnd}
-		if f.SubSequenceNumber != nil {
-			p.Aggregated = true
-			p.SubSequence = *f.SubSequenceNumber
+		if errors.Is(err, ErrCorrupt) {
+			return nil, fmt.Errorf("%w; it was left untouched (fix it, remove it, or use another --checkpoint)", err)
 		}
-		out[shard] = p
+		return nil, err
+	}
+	if fileID.ARN != id.ARN || !fileID.Created.Equal(id.Created) {
+		return nil, fmt.Errorf("%w: %s is for %s (created %s), not for %s (created %s); a stream deleted and re-created under the same name is another stream: use another --checkpoint file or remove this one",
+			ErrForeign, path, fileID.ARN, formatCreated(fileID.Created), id.ARN, formatCreated(id.Created))
 	}
 	return out, nil
 }
@@ -316,10 +306,6 @@ func decodeCheckpoint(b []byte) (*fileDoc, error) {
 
 func formatCreated(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-func sameCreated(s string, t time.Time) bool {
-	p, err := time.Parse(time.RFC3339Nano, s)
-	return err == nil && p.Equal(t)
-}
 
 // unwrapPathError drops the path from an *fs.PathError: our messages name
 // the file already.
@@ -329,4 +315,29 @@ func unwrapPathError(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// ReadCheckpoint reads a checkpoint file without locking it, for showing
+// positions (the dashboard) while a tail may be running. The file's stream
+// identity is returned for the caller to compare.
+func ReadCheckpoint(path string) (StreamIdentity, map[string]Position, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return StreamIdentity{}, nil, fmt.Errorf("cannot read checkpoint file %s: %w", path, unwrapPathError(err))
+	}
+	doc, err := decodeCheckpoint(b)
+	if err != nil {
+		return StreamIdentity{}, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	created, _ := time.Parse(time.RFC3339Nano, doc.StreamCreated)
+	id := StreamIdentity{Name: doc.Stream, ARN: doc.StreamARN, Created: created}
+	out := make(map[string]Position, len(doc.Shards))
+	for shard, f := range doc.Shards {
+		p := Position{SequenceNumber: f.SequenceNumber, ShardEnd: f.ShardEnd}
+		if f.SubSequenceNumber != nil {
+			p.Aggregated, p.SubSequence = true, *f.SubSequenceNumber
+		}
+		out[shard] = p
+	}
+	return id, out, nil
 }

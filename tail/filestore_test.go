@@ -250,3 +250,17 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 		}
 	})
 }
+
+func TestReadCheckpointDoesNotLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cp.json")
+	s := openT(t, path)
+	want := map[string]Position{"shardId-000000000000": {ShardEnd: true}, "shardId-000000000001": {SequenceNumber: "5"}}
+	if err := s.Save(context.Background(), want); err != nil {
+		t.Fatal(err)
+	}
+	// The tail holds the lock; a reader still gets the positions.
+	id, got, err := ReadCheckpoint(path)
+	if err != nil || !reflect.DeepEqual(got, want) || id.ARN != testID.ARN || !id.Created.Equal(testID.Created) {
+		t.Fatalf("ReadCheckpoint = %+v, %v, %v", id, got, err)
+	}
+}

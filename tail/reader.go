@@ -149,6 +149,9 @@ func (r *reader) run(ctx context.Context) error {
 		throttles, failures = 0, 0
 
 		batch, size := r.convert(out.Records)
+		if r.t.opts.OnPoll != nil {
+			r.t.opts.OnPoll(PollStats{ShardID: r.id, Records: len(out.Records), Bytes: size, MillisBehind: aws.ToInt64(out.MillisBehindLatest), At: attempt})
+		}
 		if len(batch) > 0 {
 			more, err := r.t.deliverBatch(r.id, batch)
 			if err != nil {

@@ -51,6 +51,10 @@ type Options struct {
 	IdleExit   time.Duration // stop when idle this long (0 = never)
 	Decompress bool          // unpack gzip payloads
 
+	// OnPoll, when set, is called after every successful GetRecords with
+	// what it returned (from the reader's goroutine; keep it quick).
+	OnPoll func(PollStats)
+
 	// Logf receives warnings and debug lines (may be nil).
 	Logf func(format string, args ...any)
 	// Now is the clock (tests); nil means time.Now.
@@ -59,6 +63,15 @@ type Options struct {
 	// minInterval is the pacer's floor between GetRecords attempts of one
 	// shard; only this package's tests lower it.
 	minInterval time.Duration
+}
+
+// PollStats is what one GetRecords returned, for live figures.
+type PollStats struct {
+	ShardID      string
+	Records      int   // records in the response (before de-aggregation)
+	Bytes        int   // payload and partition key bytes
+	MillisBehind int64 // MillisBehindLatest
+	At           time.Time
 }
 
 // Defaults.

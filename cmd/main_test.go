@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,3 +108,6 @@ func runBinary(t *testing.T, env []string, stdin string, args ...string) cliResu
 	}
 	return cliResult{stdout: out.String(), stderr: errOut.String(), code: code}
 }
+
+// shellQuote quotes s for sh/bash (shared by the completion and tmux tests).
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -31,6 +31,16 @@ type Summary struct {
 	// MaxRecordBytes is the largest record (data + partition key) the stream
 	// accepts: 1 MiB unless the stream says otherwise.
 	MaxRecordBytes int
+	// KeyDistribution is RecordDistributionStrategy: "" when the backend
+	// does not say, AUTO when the stream ignores partition keys.
+	KeyDistribution types.RecordDistributionStrategy
+}
+
+// IgnoresPartitionKeys reports whether the stream places records without
+// regard to their partition keys and explicit hash keys (an on-demand
+// stream with RecordDistributionStrategy AUTO), so a key has no path.
+func (s *Summary) IgnoresPartitionKeys() bool {
+	return s.KeyDistribution == types.RecordDistributionStrategyAuto
 }
 
 // OnDemand reports whether the stream reshards itself.
@@ -74,6 +84,7 @@ func Describe(ctx context.Context, api DescribeAPI, ref Ref) (*Summary, error) {
 	if d.StreamModeDetails != nil {
 		s.Mode = d.StreamModeDetails.StreamMode
 	}
+	s.KeyDistribution = d.RecordDistributionStrategy
 	if s.Name == "" {
 		s.Name = ref.Name
 	}

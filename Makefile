@@ -14,7 +14,9 @@ LDFLAGS  := -s -w -X $(PKG)/cmd.version=$(VERSION) -X $(PKG)/cmd.commit=$(COMMIT
 TEST_TIMEOUT ?= 30m
 FUZZTIME ?= 30s
 
-.PHONY: all build test test-kinesalite lint fmt vet fuzz bench demo emulator clean
+.PHONY: all build test test-kinesalite lint fmt vet fuzz bench demo emulator clean docs release-check soak
+
+GORELEASER ?= $(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1
 
 all: build
 
@@ -61,5 +63,26 @@ bench: emulator
 demo: emulator build
 	$(GO) run ./internal/tools/demo -bin $(BIN)
 
+# Man pages (docs/man) and the Markdown command reference (docs/reference),
+# generated from the command tree; TestDocsUpToDate fails when they are stale.
+docs:
+	$(GO) run ./internal/tools/gendocs -out docs
+
+# Validates .goreleaser.yaml and builds a local snapshot of every target into
+# dist/ (nothing is published). goreleaser reads the git remote's URL without
+# contacting it; a checkout without a remote gets the project's, so the
+# snapshot's --version still carries the commit.
+release-check:
+	@git ls-remote --get-url >/dev/null 2>&1 || { \
+	  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url \
+	    GIT_CONFIG_VALUE_0=https://github.com/kinesis-shards/kinesis-shards.git; }; \
+	set -e; $(GORELEASER) check; $(GORELEASER) release --snapshot --clean
+
+# Ten minutes of writes, reshards, faults and tail restarts against
+# kinesis-mock; writes the figures into docs/RELIABILITY.md. Not in CI.
+SOAK_DURATION ?= 10m
+soak: emulator build
+	$(GO) run ./internal/tools/soak -bin $(BIN) -duration $(SOAK_DURATION)
+
 clean:
-	rm -rf bin dist
+	rm -rf bin dist build

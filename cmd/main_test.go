@@ -17,7 +17,13 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
 )
 
-func TestMain(m *testing.M) { os.Exit(emulator.Main(m, emulator.Options{})) }
+func TestMain(m *testing.M) {
+	code := emulator.Main(m, emulator.Options{})
+	if binPath != "" && binErr == nil {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
 
 // cliResult is what one run of the command line produced.
 type cliResult struct {

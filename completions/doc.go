@@ -3,5 +3,11 @@
 // under a short deadline and fail silent: a slow or failing lookup returns no
 // candidates and never writes into the user's shell.
 //
+// The package never builds a client itself: cmd hands it a ClientFunc, which
+// builds one from the global flags the user has already typed (cobra parses
+// them before it calls a completion function). Which command gets which
+// completion is cmd's decision; ParseUse reads the positional arguments a
+// command documents in its Use line.
+//
 // Imports: lineage, cobra, the SDK and the standard library.
 package completions

@@ -1,10 +1,64 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
 
-// newMergeCmd is a placeholder until the command lands.
+	"github.com/kinesis-shards/kinesis-shards/lineage"
+	"github.com/kinesis-shards/kinesis-shards/reshard"
+)
+
+// MergeOptions are the inputs of `merge`.
+type MergeOptions struct {
+	ReshardOptions
+	Stream string
+	Shards [2]string
+}
+
 func newMergeCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{Use: "merge", Hidden: true, RunE: markRan(func(*cobra.Command, []string) error {
-		return usageErrorf("merge is not built yet")
-	})}
+	opts := &MergeOptions{}
+	c := &cobra.Command{
+		Use:   "merge STREAM SHARD SHARD",
+		Short: "Merge two adjacent open shards into one, after a preview",
+		Long: `Merge two open shards whose hash ranges touch into one shard holding both
+ranges. Give the shards in either order: the tool checks that both are open
+and adjacent and sends the one with the lower range as ShardToMerge, which
+the service requires.
+
+Every rule is checked before anything is sent (the stream is ACTIVE and
+provisioned, both shards are open, different and adjacent). The preview
+shows the open shards before and after and the call (--sample N adds each
+shard's share of the recent traffic); then, on a terminal, you confirm.
+Without a terminal pass --yes (or --dry-run to stop after the preview).
+After the call the tool waits for ACTIVE and prints the new layout.
+
+Output: -o table (default) or -o json (the plan and the result in one
+document).`,
+		Example: `  kinesis-shards merge orders 4 5
+  kinesis-shards merge orders shardId-000000000005 shardId-000000000004 --dry-run
+  kinesis-shards merge orders 4 5 --sample 500 --yes`,
+		Args: exactArgs(3, "STREAM SHARD SHARD"),
+		RunE: markRan(func(c *cobra.Command, args []string) error {
+			opts.Stream = args[0]
+			for i, a := range args[1:] {
+				id, err := lineage.ParseShardID(a)
+				if err != nil {
+					return usageError(err)
+				}
+				opts.Shards[i] = id
+			}
+			if opts.Shards[0] == opts.Shards[1] {
+				return usageErrorf("cannot merge shard %s with itself: give two different, adjacent open shards", opts.Shards[0])
+			}
+			if err := opts.validate(f); err != nil {
+				return err
+			}
+			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
+			if err != nil {
+				return err
+			}
+			return runReshard(c.Context(), f, client, ref, reshard.MergeGoal{Shards: opts.Shards}, &opts.ReshardOptions)
+		}),
+	}
+	addReshardFlags(c, &opts.ReshardOptions, "sample up to N recent records of each shard to show traffic shares")
+	return c
 }

@@ -1,10 +1,77 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
 
-// newScaleCmd is a placeholder until the command lands.
+	"github.com/kinesis-shards/kinesis-shards/reshard"
+)
+
+// ScaleOptions are the inputs of `scale`.
+type ScaleOptions struct {
+	ReshardOptions
+	Stream string
+	To     int
+	Method string
+}
+
 func newScaleCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{Use: "scale", Hidden: true, RunE: markRan(func(*cobra.Command, []string) error {
-		return usageErrorf("scale is not built yet")
-	})}
+	opts := &ScaleOptions{Method: string(reshard.MethodUpdateShardCount)}
+	c := &cobra.Command{
+		Use:   "scale STREAM --to N",
+		Short: "Reach N open shards in the even layout, after a preview",
+		Long: `Reach N open shards with the even layout CreateStream gives N shards.
+
+--method update-shard-count (the default) sends one UpdateShardCount call.
+Its limits are checked first: from O open shards it reaches ceil(O/2) to
+2×O (at most 10000); outside them scale refuses and says so, and never
+switches method by itself. The service then splits and merges on its own,
+leaving short-lived intermediate shards in the lineage, and each stream
+allows 10 such calls per rolling 24 hours.
+
+--method splits sends SplitShard and MergeShards calls instead, one at a
+time, waiting for ACTIVE after each: boundaries already in place stay,
+every missing one is added by a split and every extra one removed by a
+merge, the fewest calls possible, ending exactly on the even layout. It
+has no count limit and no daily quota, and it also evens out a stream that
+already has N shards with uneven ranges.
+
+--to equal to the open count (in the even layout, for --method splits) is
+"nothing to do" and exits 0. Every rule is checked before anything is sent
+(the stream is ACTIVE and provisioned, the target within limits). The
+preview shows the open shards before and after and every call (--sample N
+adds shares of the recent traffic); then, on a terminal, you confirm.
+Without a terminal pass --yes (or --dry-run to stop after the preview).
+
+Output: -o table (default) or -o json (the plan and the result in one
+document).`,
+		Example: `  kinesis-shards scale orders --to 8
+  kinesis-shards scale orders --to 3 --method splits --dry-run
+  kinesis-shards scale orders --to 12 --method splits --yes -o json`,
+		Args: exactArgs(1, "STREAM"),
+		RunE: markRan(func(c *cobra.Command, args []string) error {
+			opts.Stream = args[0]
+			if !c.Flags().Changed("to") {
+				return usageErrorf("say how many open shards with --to N")
+			}
+			if opts.To < 1 || opts.To > reshard.MaxShards {
+				return usageErrorf("--to %d is not a shard count a stream can have: it must be from 1 to %d", opts.To, reshard.MaxShards)
+			}
+			method := reshard.Method(opts.Method)
+			if method != reshard.MethodUpdateShardCount && method != reshard.MethodSplits {
+				return usageErrorf("--method %q is not known: use update-shard-count or splits", opts.Method)
+			}
+			if err := opts.validate(f); err != nil {
+				return err
+			}
+			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
+			if err != nil {
+				return err
+			}
+			return runReshard(c.Context(), f, client, ref, reshard.ScaleGoal{Target: opts.To, Method: method}, &opts.ReshardOptions)
+		}),
+	}
+	c.Flags().IntVar(&opts.To, "to", 0, "the number of open shards to reach (1 to 10000)")
+	c.Flags().StringVar(&opts.Method, "method", opts.Method, "update-shard-count (one UpdateShardCount call) or splits (SplitShard and MergeShards calls)")
+	addReshardFlags(c, &opts.ReshardOptions, "sample up to N recent records of each open shard to show traffic shares")
+	return c
 }

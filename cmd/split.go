@@ -1,10 +1,102 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
 
-// newSplitCmd is a placeholder until the command lands.
+	"github.com/kinesis-shards/kinesis-shards/lineage"
+	"github.com/kinesis-shards/kinesis-shards/reshard"
+)
+
+// SplitOptions are the inputs of `split`.
+type SplitOptions struct {
+	ReshardOptions
+	Stream    string
+	Shard     string
+	At        string
+	AtPercent string
+	Balanced  bool
+}
+
 func newSplitCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{Use: "split", Hidden: true, RunE: markRan(func(*cobra.Command, []string) error {
-		return usageErrorf("split is not built yet")
-	})}
+	opts := &SplitOptions{}
+	c := &cobra.Command{
+		Use:   "split STREAM SHARD",
+		Short: "Split an open shard in two, after a preview",
+		Long: `Split an open shard at a hash key: the lower child takes the shard's start up
+to the key minus one, the upper child the key up to the shard's end.
+
+The key is --at HASHKEY (a canonical decimal), or --at-percent P of the
+shard's range (0 < P < 100, decimals allowed: start + floor(width × P / 100)),
+or by default the exact middle (P = 50, so a whole-space shard splits at
+2^127 like a new two-shard stream). --balanced samples the shard's recent
+records (the latest --sample of the last --sample-window, 1000 and 5m by
+default, at most 5 reads a second) and splits at the median hash of their
+partition keys, so that the two children get equal traffic rather than
+equal key space; the preview shows the sample and each child's share.
+
+Every rule is checked before anything is sent: the stream is ACTIVE and
+provisioned, the shard is open, and the key lies from the shard's start + 2
+to its end - 1 (each child needs two keys). The preview shows the open
+shards before and after and the call; then, on a terminal, you confirm.
+Without a terminal pass --yes (or --dry-run to stop after the preview).
+After the call the tool waits for ACTIVE and prints the new layout.
+
+Output: -o table (default) or -o json (the plan and the result in one
+document).`,
+		Example: `  kinesis-shards split orders 3
+  kinesis-shards split orders shardId-000000000003 --at-percent 25 --dry-run
+  kinesis-shards split orders 3 --at 255211775190703847597530955573826158592 --yes
+  kinesis-shards split orders 3 --balanced --sample 2000
+  kinesis-shards split orders 3 --yes -o json | jq '.result.layout'`,
+		Args: exactArgs(2, "STREAM SHARD"),
+		RunE: markRan(func(c *cobra.Command, args []string) error {
+			opts.Stream = args[0]
+			id, err := lineage.ParseShardID(args[1])
+			if err != nil {
+				return usageError(err)
+			}
+			opts.Shard = id
+			goal := reshard.SplitGoal{Shard: id, Median: opts.Balanced}
+			atSet, pctSet := c.Flags().Changed("at"), c.Flags().Changed("at-percent")
+			switch {
+			case atSet && pctSet:
+				return usageErrorf("--at and --at-percent do not go together: give the key or the percentage")
+			case opts.Balanced && (atSet || pctSet):
+				return usageErrorf("--balanced picks the split key from sampled traffic: it does not go with --at or --at-percent")
+			case atSet:
+				k, err := lineage.ParseHashKey(opts.At)
+				if err != nil {
+					return usageErrorf("--at: %v", err)
+				}
+				goal.At = &k
+			case pctSet:
+				p, err := lineage.ParsePercent(opts.AtPercent)
+				if err != nil {
+					return usageErrorf("--at-percent: %v", err)
+				}
+				goal.Percent = p
+			}
+			if opts.Balanced {
+				if !c.Flags().Changed("sample") {
+					opts.Sample = reshard.DefaultSampleSize
+				}
+				if opts.Sample < reshard.MinMedianSample {
+					return usageErrorf("--balanced needs --sample of at least %d records, not %d", reshard.MinMedianSample, opts.Sample)
+				}
+			}
+			if err := opts.validate(f); err != nil {
+				return err
+			}
+			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
+			if err != nil {
+				return err
+			}
+			return runReshard(c.Context(), f, client, ref, goal, &opts.ReshardOptions)
+		}),
+	}
+	c.Flags().StringVar(&opts.At, "at", "", "split at this hash key (canonical decimal)")
+	c.Flags().StringVar(&opts.AtPercent, "at-percent", "", "split at this percentage of the shard's range, 0 < P < 100 (default 50)")
+	c.Flags().BoolVar(&opts.Balanced, "balanced", false, "split at the median hash of the shard's recent records")
+	addReshardFlags(c, &opts.ReshardOptions, "sample up to N recent records of the shard to show each child's share of its traffic (default 1000 with --balanced)")
+	return c
 }

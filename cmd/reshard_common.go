@@ -1,0 +1,268 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/spf13/cobra"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/lineage"
+	"github.com/kinesis-shards/kinesis-shards/render"
+	"github.com/kinesis-shards/kinesis-shards/reshard"
+)
+
+// reshardAPI is what split, merge and scale need from the client.
+type reshardAPI interface {
+	reshard.API
+	reshard.SampleAPI
+}
+
+var _ reshardAPI = (*kinesis.Client)(nil)
+
+// ReshardOptions are the inputs split, merge and scale share.
+type ReshardOptions struct {
+	Yes    bool
+	DryRun bool
+	Wide   bool
+	// Wait bounds the wait for ACTIVE after each call.
+	Wait time.Duration
+	// Sample is how many recent records per shard to sample for traffic
+	// shares (0: none); SampleWindow how far back.
+	Sample       int
+	SampleWindow time.Duration
+	Output       string
+	// PollMin/PollMax tune the ACTIVE polling (tests shorten them).
+	PollMin, PollMax time.Duration
+}
+
+// reshardDoc is the -o json document of split, merge and scale: the plan,
+// and after a run its result. Field names are documented in the README.
+type reshardDoc struct {
+	*reshard.Plan
+	DryRun bool            `json:"dryRun"`
+	Result *reshardOutcome `json:"result,omitempty"`
+}
+
+type reshardOutcome struct {
+	Completed bool               `json:"completed"`
+	StepsDone []reshard.DoneStep `json:"stepsDone"`
+	// Layout is the open layout listed at the end (after a failure: as it
+	// is now; null when it could not be listed).
+	Layout []reshard.Slot `json:"layout"`
+	Error  string         `json:"error,omitempty"`
+}
+
+// addReshardFlags adds the flags every reshard command has.
+func addReshardFlags(c *cobra.Command, o *ReshardOptions, sampleHelp string) {
+	fl := c.Flags()
+	fl.BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation (required when stdin is not a terminal)")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "show the preview and stop: nothing that changes the stream is called")
+	fl.BoolVar(&o.Wide, "wide", false, "show hash keys in full in the preview")
+	fl.DurationVar(&o.Wait, "wait", 10*time.Minute, "how long to wait for the stream to be ACTIVE after each call")
+	fl.IntVar(&o.Sample, "sample", 0, sampleHelp)
+	fl.DurationVar(&o.SampleWindow, "sample-window", reshard.DefaultSampleWindow, "how far back the traffic sample reads (--sample, --balanced)")
+}
+
+// validate checks the shared flags before anything is sent.
+func (o *ReshardOptions) validate(f *Factory) error {
+	if o.Wait <= 0 {
+		return usageErrorf("--wait must be positive")
+	}
+	if o.Sample < 0 || o.Sample > reshard.MaxSampleSize {
+		return usageErrorf("--sample must be from 1 to %d records per shard, not %d", reshard.MaxSampleSize, o.Sample)
+	}
+	if o.SampleWindow <= 0 {
+		return usageErrorf("--sample-window must be positive")
+	}
+	out, err := f.outputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	o.Output = out
+	return f.requireConfirmable(o.Yes, o.DryRun)
+}
+
+// runReshard lists the stream, checks the goal, samples traffic if asked,
+// shows the preview (or the JSON plan), asks, runs the plan and prints the
+// new layout.
+func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, goal reshard.Goal, opts *ReshardOptions) error {
+	sum, err := kstream.Describe(ctx, api, ref)
+	if err != nil {
+		return err
+	}
+	g, err := lineage.Load(ctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
+	if err != nil {
+		return err
+	}
+	in := reshard.Input{Stream: reshard.Stream{Name: ref.Name, ARN: sum.ARN, Status: sum.Status, Mode: sum.Mode}, Graph: g}
+	toSample, err := reshard.SampleShards(in, goal)
+	if err != nil {
+		return err
+	}
+	if opts.Sample > 0 {
+		if in.Sample, err = sampleReshardTraffic(ctx, f, api, ref, toSample, opts); err != nil {
+			return err
+		}
+	}
+	plan, err := reshard.NewPlan(in, goal)
+	if err != nil {
+		return err
+	}
+	jsonOut := opts.Output == "json"
+	doc := &reshardDoc{Plan: plan, DryRun: opts.DryRun}
+
+	if len(plan.Steps) == 0 {
+		fmt.Fprintln(f.IO.ErrOut, plan.Description)
+		for _, n := range plan.Notes {
+			fmt.Fprintln(f.IO.ErrOut, "note: "+n)
+		}
+		if jsonOut {
+			return render.JSON(f.IO.Out, doc)
+		}
+		return nil
+	}
+
+	// The preview: on stdout, or on stderr when stdout carries the JSON
+	// document and a person has to read it before answering.
+	switch {
+	case !jsonOut:
+		if err := render.Preview(f.IO.Out, plan, render.PreviewOptions{Theme: render.NewTheme(f.IO.ColorOut()), Wide: opts.Wide}); err != nil {
+			return err
+		}
+	case !opts.Yes && !opts.DryRun:
+		if err := render.Preview(f.IO.ErrOut, plan, render.PreviewOptions{Theme: render.NewTheme(f.IO.ColorErr()), Wide: opts.Wide}); err != nil {
+			return err
+		}
+	}
+	if opts.DryRun {
+		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing was sent")
+		if jsonOut {
+			return render.JSON(f.IO.Out, doc)
+		}
+		return nil
+	}
+	if !opts.Yes {
+		if err := f.confirm(fmt.Sprintf("Send %s to stream %s?", reshardCount(len(plan.Steps), "call"), ref)); err != nil {
+			return err
+		}
+	}
+
+	res, runErr := executeReshardPlan(ctx, f, api, ref, plan, opts)
+	if se := (*reshard.StepError)(nil); runErr != nil && !errors.As(runErr, &se) {
+		return runErr // refused or failed before anything was sent
+	}
+	outcome := &reshardOutcome{Completed: runErr == nil, StepsDone: res.Done, Layout: res.Layout}
+	var failure error
+	if runErr != nil {
+		failure = describeStepFailure(ctx, f, runErr, res, len(plan.Steps))
+		outcome.Error = failure.Error()
+	}
+	if jsonOut {
+		doc.Result = outcome
+		if err := render.JSON(f.IO.Out, doc); err != nil {
+			return err
+		}
+	} else if res.Layout != nil {
+		title := fmt.Sprintf("\nStream %s now has %s:\n", ref, reshardCount(len(res.Layout), "open shard"))
+		if runErr != nil {
+			title = fmt.Sprintf("\nStream %s has %s now:\n", ref, reshardCount(len(res.Layout), "open shard"))
+		}
+		fmt.Fprint(f.IO.Out, title)
+		if err := render.Layout(f.IO.Out, res.Layout, render.LayoutOptions{PreviewOptions: render.PreviewOptions{Theme: render.NewTheme(f.IO.ColorOut()), Wide: opts.Wide}, Before: plan.Before}); err != nil {
+			return err
+		}
+	}
+	return failure
+}
+
+// sampleReshardTraffic samples the given shards with a spinner on stderr.
+func sampleReshardTraffic(ctx context.Context, f *Factory, api reshard.SampleAPI, ref kstream.Ref, shards []*lineage.Shard, opts *ReshardOptions) (*reshard.Sample, error) {
+	what := shards[0].ID
+	if len(shards) > 1 {
+		what = reshardCount(len(shards), "shard")
+	}
+	msg := fmt.Sprintf("sampling up to %d records of %s from the last %s", opts.Sample, what, opts.SampleWindow)
+	if len(shards) > 1 {
+		msg = fmt.Sprintf("sampling up to %d records of each of %s from the last %s", opts.Sample, what, opts.SampleWindow)
+	}
+	p := f.startProgress(msg)
+	s, err := reshard.SampleTraffic(ctx, api, ref, shards, reshard.SampleOptions{Max: opts.Sample, Window: opts.SampleWindow})
+	final := ""
+	if err == nil {
+		final = fmt.Sprintf("sampled %s of %s in %s", reshardCount(s.Records, "record"), what, formatDuration(p.Elapsed()))
+	}
+	p.Stop(final)
+	return s, err
+}
+
+// executeReshardPlan runs the plan with a spinner on stderr and a line per step done.
+func executeReshardPlan(ctx context.Context, f *Factory, api reshard.API, ref kstream.Ref, plan *reshard.Plan, opts *ReshardOptions) (*reshard.Result, error) {
+	var p *progress
+	start := time.Now()
+	x := &reshard.Executor{
+		API:    api,
+		Stream: ref,
+		Wait:   kstream.WaitOptions{Timeout: opts.Wait, MinDelay: opts.PollMin, MaxDelay: opts.PollMax},
+		OnEvent: func(e reshard.Event) {
+			step := fmt.Sprintf("step %d/%d", e.Step, e.Total)
+			switch e.Kind {
+			case reshard.EventSend:
+				p = f.startProgress(fmt.Sprintf("%s: %s", step, e.Desc))
+			case reshard.EventWait:
+				if e.Status == types.StreamStatusActive {
+					return // the done line follows
+				}
+				p.Update(fmt.Sprintf("%s: waiting for stream %s to be ACTIVE (%s)", step, ref, e.Status))
+			case reshard.EventDone:
+				p.Stop(fmt.Sprintf("%s done in %s: %s; closed %s, opened %s", step, formatDuration(e.Elapsed), e.Desc,
+					strings.Join(e.Done.Closed, ", "), strings.Join(e.Done.Opened, ", ")))
+				p = nil
+			}
+		},
+	}
+	res, err := x.Run(ctx, plan)
+	if p != nil {
+		p.Stop("")
+	}
+	if err == nil {
+		fmt.Fprintf(f.IO.ErrOut, "done: %s in %s\n", reshardCount(len(plan.Steps), "call"), formatDuration(time.Since(start)))
+	}
+	return res, err
+}
+
+// describeStepFailure says which step failed and why (in the words of
+// describeError), what was done and where to look; it keeps "interrupted"
+// for Ctrl-C.
+func describeStepFailure(ctx context.Context, f *Factory, err error, res *reshard.Result, total int) error {
+	var se *reshard.StepError
+	if !errors.As(err, &se) {
+		return err
+	}
+	done := fmt.Sprintf("%d of %d steps were done", len(res.Done), total)
+	if len(res.Done) == 1 {
+		done = fmt.Sprintf("1 of %d steps was done", total)
+	}
+	where := "the layout as it is now is shown"
+	if se.ListErr != nil {
+		where = "the shards could not be listed afterwards (" + oneLine(wordError(se.ListErr, f.errCtx)) + "); see `kinesis-shards tree " + f.errCtx.stream + "`"
+	}
+	msg := fmt.Sprintf("%s: %s; %s, %s", se.Context(), oneLine(wordError(se.Err, f.errCtx)), done, where)
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintln(f.IO.ErrOut, msg)
+		return err // "interrupted", exit 130
+	}
+	return errors.New(msg)
+}
+
+func reshardCount(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

@@ -1,0 +1,249 @@
+package reshard
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"slices"
+	"sort"
+
+	"github.com/kinesis-shards/kinesis-shards/lineage"
+)
+
+// planSplits returns the SplitShard and MergeShards calls that take the
+// open layout from before to target (both sorted, both tiling the key
+// space), and the layout at the end.
+//
+// A layout is its set of boundaries (the starts of its shards but the
+// first). A split adds exactly one boundary and a merge removes exactly one,
+// so at least |missing| + |extra| calls are needed, where missing are the
+// target's boundaries the layout lacks and extra the layout's boundaries the
+// target lacks. The plan makes exactly that many: boundaries already in
+// place stay, every split is at a missing boundary (taken from the target
+// itself, so the end is exactly lineage.EvenLayout), every merge removes an
+// extra one.
+//
+// Order:
+//   - A split while the open count is below cap, else a merge; cap is the
+//     larger of the two counts (one more when they are equal, so evening out
+//     never drops below the starting capacity). The open count so stays
+//     between the smaller count and cap.
+//   - A split goes to the widest shard that can take one, at the missing
+//     boundary nearest its middle; a merge joins the pair that makes the
+//     narrowest shard. With keys spread evenly, that relieves the busiest
+//     shard first and keeps every intermediate layout as balanced as it can be.
+//   - Merges that unblock a split (below) come before any other merge.
+//   - A split must leave two keys on each side (Start+2 <= k <= End-1). One
+//     too close to an extra boundary waits until a merge has removed that
+//     boundary, and a merge of two adjacent open shards is always legal.
+//     Target boundaries are at least floor(2^128/10000) apart (and from the
+//     ends of the space), so once the extra boundaries are gone every split is
+//     legal: the loop always ends.
+func planSplits(before []Slot, target []lineage.HashRange) ([]Step, []Slot, error) {
+	p := &splitPlanner{cur: slices.Clone(before), extra: map[lineage.HashKey]bool{}}
+	i, j := 1, 1 // skip the first shards: every layout starts at 0
+	for i < len(p.cur) || j < len(target) {
+		switch {
+		case j == len(target) || i < len(p.cur) && p.cur[i].Range.Start.Cmp(target[j].Start) < 0:
+			p.extra[p.cur[i].Range.Start] = true
+			i++
+		case i == len(p.cur) || target[j].Start.Cmp(p.cur[i].Range.Start) < 0:
+			p.missing = append(p.missing, target[j].Start)
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	for k := range p.cur {
+		p.pushSlot(k)
+	}
+	capN := max(len(before), len(target))
+	if len(before) == len(target) {
+		capN++
+	}
+	steps := make([]Step, 0, len(p.missing)+len(p.extra))
+	for len(p.missing)+len(p.extra) > 0 {
+		if len(p.cur) < capN {
+			if i, k, ok := p.nextSplit(); ok {
+				steps = append(steps, splitStep(&p.cur, i, k))
+				p.missing = slices.Delete(p.missing, p.missingIndex(k), p.missingIndex(k)+1)
+				p.pushSlot(i)
+				p.pushSlot(i + 1)
+				continue
+			}
+		}
+		i, ok := p.nextMerge()
+		if !ok {
+			return nil, nil, errors.New("reshard: internal error: no legal split and nothing to merge")
+		}
+		delete(p.extra, p.cur[i+1].Range.Start)
+		steps = append(steps, mergeStep(&p.cur, i))
+		p.pushSlot(i)
+	}
+	return steps, p.cur, nil
+}
+
+type splitPlanner struct {
+	cur     []Slot
+	missing []lineage.HashKey // sorted
+	extra   map[lineage.HashKey]bool
+	splits  splitHeap
+	merges  mergeHeap
+}
+
+// legalMissing returns the index range [lo, hi) of the missing boundaries
+// that are legal split keys of r: Start+2 .. End-1.
+func (p *splitPlanner) legalMissing(r lineage.HashRange) (lo, hi int) {
+	if r.Width().BitLen() < 3 { // fewer than 4 keys
+		return 0, 0
+	}
+	first, last := legalSplitRange(r)
+	lo = sort.Search(len(p.missing), func(i int) bool { return p.missing[i].Cmp(first) >= 0 })
+	hi = sort.Search(len(p.missing), func(i int) bool { return p.missing[i].Cmp(last) > 0 })
+	return lo, max(lo, hi)
+}
+
+func (p *splitPlanner) missingIndex(k lineage.HashKey) int {
+	i, _ := slices.BinarySearchFunc(p.missing, k, lineage.HashKey.Cmp)
+	return i
+}
+
+// pushSlot records slot i of the layout as a split candidate (if it can take
+// a missing boundary) and the merges across its edges (if they are extra).
+func (p *splitPlanner) pushSlot(i int) {
+	s := p.cur[i]
+	if lo, hi := p.legalMissing(s.Range); lo < hi {
+		heap.Push(&p.splits, s.Range)
+	}
+	if i > 0 && p.extra[s.Range.Start] {
+		heap.Push(&p.merges, p.mergeOf(p.cur[i-1].Range, s.Range))
+	}
+	if i+1 < len(p.cur) && p.extra[p.cur[i+1].Range.Start] {
+		heap.Push(&p.merges, p.mergeOf(s.Range, p.cur[i+1].Range))
+	}
+}
+
+// blocks reports whether the extra boundary e keeps a missing boundary from
+// being a split key: one at e-1 would be the End of its shard, one at e+1
+// its Start+1.
+func (p *splitPlanner) blocks(e lineage.HashKey) bool {
+	has := func(k lineage.HashKey) bool {
+		_, found := slices.BinarySearchFunc(p.missing, k, lineage.HashKey.Cmp)
+		return found
+	}
+	below, under := e.Sub64(1)
+	above, over := e.Add64(1)
+	return !under && has(below) || !over && has(above)
+}
+
+// slotOf returns the index of the slot holding exactly r, or -1.
+func (p *splitPlanner) slotOf(r lineage.HashRange) int {
+	i, found := slices.BinarySearchFunc(p.cur, r.Start, func(s Slot, k lineage.HashKey) int { return s.Range.Start.Cmp(k) })
+	if !found || p.cur[i].Range != r {
+		return -1
+	}
+	return i
+}
+
+// nextSplit pops the widest slot that can take a split and picks the legal
+// missing boundary nearest its middle. Stale candidates (slots gone since)
+// are dropped.
+func (p *splitPlanner) nextSplit() (slot int, k lineage.HashKey, ok bool) {
+	for p.splits.Len() > 0 {
+		r := heap.Pop(&p.splits).(lineage.HashRange)
+		i := p.slotOf(r)
+		if i < 0 {
+			continue
+		}
+		lo, hi := p.legalMissing(r)
+		if lo == hi {
+			continue
+		}
+		mid := r.Midpoint()
+		c := lo + sort.Search(hi-lo, func(j int) bool { return p.missing[lo+j].Cmp(mid) >= 0 })
+		best := min(c, hi-1)
+		if c > lo && (c == hi || distance(p.missing[c-1], mid).Cmp(distance(p.missing[c], mid)) <= 0) {
+			best = c - 1
+		}
+		return i, p.missing[best], true
+	}
+	return 0, lineage.HashKey{}, false
+}
+
+// nextMerge pops the pair across an extra boundary that makes the
+// narrowest shard and returns the index of its lower slot.
+func (p *splitPlanner) nextMerge() (int, bool) {
+	for p.merges.Len() > 0 {
+		m := heap.Pop(&p.merges).(mergeCand)
+		i := p.slotOf(m.lower)
+		if i < 0 || i+1 >= len(p.cur) || p.cur[i+1].Range != m.upper || !p.extra[m.upper.Start] {
+			continue
+		}
+		return i, true
+	}
+	return 0, false
+}
+
+func distance(a, b lineage.HashKey) lineage.HashKey {
+	if a.Cmp(b) < 0 {
+		a, b = b, a
+	}
+	d, _ := a.Sub(b)
+	return d
+}
+
+// span is End-Start, a range's width less one (fits 128 bits).
+func span(r lineage.HashRange) lineage.HashKey {
+	d, _ := r.End.Sub(r.Start)
+	return d
+}
+
+// splitHeap is a max-heap of ranges by width, then lowest start.
+type splitHeap []lineage.HashRange
+
+func (h splitHeap) Len() int { return len(h) }
+func (h splitHeap) Less(i, j int) bool {
+	return cmp.Or(-span(h[i]).Cmp(span(h[j])), h[i].Start.Cmp(h[j].Start)) < 0
+}
+func (h splitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *splitHeap) Push(x any)   { *h = append(*h, x.(lineage.HashRange)) }
+func (h *splitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+type mergeCand struct {
+	lower, upper lineage.HashRange
+	width        lineage.HashKey // span of the merged range
+	unblocks     bool            // the boundary blocks a split
+}
+
+func (p *splitPlanner) mergeOf(lower, upper lineage.HashRange) mergeCand {
+	return mergeCand{lower: lower, upper: upper, width: span(lineage.HashRange{Start: lower.Start, End: upper.End}), unblocks: p.blocks(upper.Start)}
+}
+
+// mergeHeap is a min-heap of merges: those that unblock a split first, then
+// by the merged width, then lowest start.
+type mergeHeap []mergeCand
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	ub := func(m mergeCand) int {
+		if m.unblocks {
+			return 0
+		}
+		return 1
+	}
+	return cmp.Or(cmp.Compare(ub(h[i]), ub(h[j])), h[i].width.Cmp(h[j].width), h[i].lower.Start.Cmp(h[j].lower.Start)) < 0
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(mergeCand)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,10 +1,143 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"time"
 
-// newDashboardCmd is a placeholder until the command lands.
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/spf13/cobra"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/render"
+	"github.com/kinesis-shards/kinesis-shards/render/dashboard"
+	"github.com/kinesis-shards/kinesis-shards/tail"
+)
+
+var _ dashboard.API = (*kinesis.Client)(nil)
+
+// DashboardOptions are the inputs of `dashboard`.
+type DashboardOptions struct {
+	Stream       string
+	ReadOnly     bool
+	Checkpoint   string
+	Refresh      time.Duration
+	PollInterval time.Duration
+}
+
 func newDashboardCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{Use: "dashboard", Hidden: true, RunE: markRan(func(*cobra.Command, []string) error {
-		return usageErrorf("dashboard is not built yet")
-	})}
+	opts := &DashboardOptions{}
+	c := &cobra.Command{
+		Use:   "dashboard [STREAM]",
+		Short: "Interactive dashboard: lineage, live shard figures, records, split and merge",
+		Long: `An interactive terminal dashboard. Without STREAM it starts with a filterable
+list of the region's streams.
+
+For a stream it shows the lineage tree (the renderer of ` + "`tree`" + `), a shard
+table and a live record pane:
+
+  SHARE       the shard's share of the hash key space
+  REC/S IN/S  records and bytes per second written to the shard, as seen by a
+              sampling reader from the tip of every open shard, averaged over
+              the last 10 seconds
+  BEHIND      that reader's MillisBehindLatest
+  CHECKPOINT  with --checkpoint FILE: the position a ` + "`tail`" + ` saved in that file
+              (read without locking it, every refresh)
+
+The sampling reader paces itself like ` + "`tail`" + `: about one GetRecords call per
+--poll-interval per caught-up shard, never more than five a second; p pauses
+it (no calls at all) and resumes it from the tip. The listing is refreshed
+every --refresh without blocking the keyboard.
+
+s splits the selected shard (at the middle, at a percentage of its range, or
+balanced at the median hash of sampled traffic) and m merges it with its
+lower or upper neighbour: the dashboard shows the same preview as ` + "`split`" + `
+and ` + "`merge`" + `, asks for y, then shows progress until the stream is ACTIVE
+and the new tree. --read-only hides both.
+
+Keys: ↑/↓ or k/j move, tab switches panes, / filters, s split, m merge,
+p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
+		Example: `  kinesis-shards dashboard
+  kinesis-shards dashboard orders
+  kinesis-shards dashboard orders --read-only --checkpoint ./orders.checkpoint`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("dashboard takes at most one STREAM (got %d arguments)", len(args))
+			}
+			return nil
+		},
+		RunE: markRan(func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Stream = args[0]
+			}
+			if err := validateDashboard(f, opts); err != nil {
+				return err
+			}
+			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
+			if err != nil {
+				return err
+			}
+			return runDashboard(c.Context(), f, client, ref, opts)
+		}),
+	}
+	fl := c.Flags()
+	fl.BoolVar(&opts.ReadOnly, "read-only", false, "hide split and merge")
+	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "show the positions saved in this tail checkpoint `FILE`")
+	fl.DurationVar(&opts.Refresh, "refresh", 5*time.Second, "how often the shards are listed again (≥ 1s)")
+	fl.DurationVar(&opts.PollInterval, "poll-interval", tail.DefaultPollInterval, "how often the sampling reader polls a caught-up shard (≥ 200ms)")
+	return c
+}
+
+// validateDashboard checks the flags and the terminal before any call.
+func validateDashboard(f *Factory, o *DashboardOptions) error {
+	if !f.IO.StdinTTY || !f.IO.StdoutTTY {
+		return usageErrorf("dashboard needs a terminal (stdin and stdout); in scripts use `streams`, `tree STREAM` or `tail STREAM`")
+	}
+	if f.Global.Output != "" {
+		return usageErrorf("dashboard has no -o/--output: it is interactive")
+	}
+	switch {
+	case o.Refresh < time.Second:
+		return usageErrorf("--refresh must be at least 1s")
+	case o.PollInterval < 200*time.Millisecond:
+		return usageErrorf("--poll-interval must be at least 200ms: a shard serves 5 GetRecords calls per second to all its readers")
+	}
+	return nil
+}
+
+func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstream.Ref, o *DashboardOptions) error {
+	if ref.Name != "" {
+		// A stream that is not there is a plain error before the screen
+		// opens, worded as every command words it.
+		if _, err := kstream.Describe(ctx, api, ref); err != nil {
+			return err
+		}
+	}
+	model := dashboard.New(dashboard.Options{
+		API:        api,
+		Stream:     ref,
+		ReadOnly:   o.ReadOnly,
+		Theme:      render.NewTheme(f.IO.ColorOut()),
+		Checkpoint: o.Checkpoint,
+		ListStreams: func(ctx context.Context) ([]string, error) {
+			refs, err := listStreamRefs(ctx, api, 0)
+			names := make([]string, len(refs))
+			for i, r := range refs {
+				names[i] = r.Name
+			}
+			return names, err
+		},
+		DescribeError:   func(err error) string { return oneLine(wordError(err, f.errCtx)) },
+		Now:             f.Now,
+		RefreshInterval: o.Refresh,
+		PollInterval:    o.PollInterval,
+		Context:         ctx,
+	})
+	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithInput(f.IO.In), tea.WithOutput(f.IO.Out))
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted")}
+	}
+	return err
 }

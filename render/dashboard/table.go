@@ -1,0 +1,260 @@
+package dashboard
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kinesis-shards/kinesis-shards/lineage"
+	"github.com/kinesis-shards/kinesis-shards/render"
+	"github.com/kinesis-shards/kinesis-shards/tail"
+)
+
+// shardSnap is one shard's live figures as of the last figure tick.
+type shardSnap struct {
+	recs, bytes float64
+	behind      time.Duration
+	ok          bool // the sampling reader has polled the shard
+}
+
+// tableData is what the table shows besides the listing.
+type tableData struct {
+	snap       map[string]shardSnap
+	checkpoint map[string]tail.Position // nil without --checkpoint
+	sampling   bool                     // a sampling reader runs
+}
+
+// shardTable lists the shards: open ones by hash range first (they carry
+// the live figures), then closed ones in lineage order, then trimmed ones.
+type shardTable struct {
+	th             render.Theme
+	keys           keyMap
+	g              *lineage.Graph
+	all            []*lineage.Shard
+	shown          []*lineage.Shard // all, filtered
+	filter         string
+	cursor, offset int
+	w, h           int
+}
+
+func newShardTable(th render.Theme, keys keyMap) shardTable {
+	return shardTable{th: th, keys: keys}
+}
+
+// SetSize gives the table its area (title line excluded).
+func (t *shardTable) SetSize(w, h int) {
+	t.w, t.h = w, h
+	t.scroll()
+}
+
+func (t *shardTable) bodyHeight() int { return max(t.h-1, 1) }
+
+// setGraph shows another listing, keeping the selection on shard sel.
+func (t *shardTable) setGraph(g *lineage.Graph, sel string) {
+	t.g = g
+	t.all = t.all[:0]
+	t.all = append(t.all, g.Open()...)
+	for _, s := range g.Shards() {
+		if s.State == lineage.StateClosed {
+			t.all = append(t.all, s)
+		}
+	}
+	for _, s := range g.Shards() {
+		if s.State == lineage.StateTrimmed {
+			t.all = append(t.all, s)
+		}
+	}
+	t.applyFilter(sel)
+}
+
+// setFilter keeps the shards whose id, number or state holds f.
+func (t *shardTable) setFilter(f, sel string) {
+	t.filter = f
+	t.applyFilter(sel)
+}
+
+func (t *shardTable) applyFilter(sel string) {
+	t.shown = t.shown[:0]
+	f := strings.ToLower(t.filter)
+	for _, s := range t.all {
+		if f == "" || strings.Contains(strings.ToLower(s.ID), f) || lineage.ShortID(s.ID) == f || s.State.String() == f {
+			t.shown = append(t.shown, s)
+		}
+	}
+	t.selectID(sel)
+}
+
+func (t *shardTable) selected() string {
+	if t.cursor < len(t.shown) {
+		return t.shown[t.cursor].ID
+	}
+	return ""
+}
+
+func (t *shardTable) selectID(id string) {
+	if i := slices.IndexFunc(t.shown, func(s *lineage.Shard) bool { return s.ID == id }); i >= 0 {
+		t.cursor = i
+	}
+	t.cursor = clamp(t.cursor, 0, len(t.shown)-1)
+	t.scroll()
+}
+
+func (t *shardTable) scroll() {
+	t.offset = scrollTo(t.offset, t.cursor, t.bodyHeight(), len(t.shown))
+}
+
+// Update moves the cursor; it returns whether the selection changed.
+func (t *shardTable) Update(k tea.KeyMsg) bool {
+	before := t.cursor
+	switch {
+	case key.Matches(k, t.keys.Up):
+		t.cursor--
+	case key.Matches(k, t.keys.Down):
+		t.cursor++
+	case key.Matches(k, t.keys.PageUp):
+		t.cursor -= t.bodyHeight()
+	case key.Matches(k, t.keys.PageDown):
+		t.cursor += t.bodyHeight()
+	case key.Matches(k, t.keys.Home):
+		t.cursor = 0
+	case key.Matches(k, t.keys.End):
+		t.cursor = len(t.shown) - 1
+	default:
+		return false
+	}
+	t.cursor = clamp(t.cursor, 0, len(t.shown)-1)
+	t.scroll()
+	return t.cursor != before
+}
+
+// Columns: SHARD STATE SHARE REC/S IN/S BEHIND [CHECKPOINT].
+var tableHeaders = []string{"SHARD", "STATE", "SHARE", "REC/S", "IN/S", "BEHIND", "CHECKPOINT"}
+
+// right-aligned columns
+var tableRight = []bool{false, false, true, true, true, true, false}
+
+const checkpointWidth = 14
+
+// View draws the header and the visible rows.
+func (t *shardTable) View(d tableData) []string {
+	th := t.th
+	if t.g == nil {
+		return block([]string{th.Dim.Render("  listing shards…")}, t.w, t.h)
+	}
+	ncol := 6
+	if d.checkpoint != nil {
+		ncol = 7
+	}
+	cells := make([][]string, len(t.shown))
+	width := make([]int, ncol)
+	for c := range ncol {
+		width[c] = len(tableHeaders[c])
+	}
+	for i, s := range t.shown {
+		row := make([]string, ncol)
+		row[0] = lineage.ShortID(s.ID)
+		row[1] = s.State.String()
+		row[2], row[3], row[4], row[5] = "-", "-", "-", "-"
+		if s.State != lineage.StateTrimmed {
+			row[2] = render.FormatShare(s.Range.Fraction())
+		}
+		if sn, ok := d.snap[s.ID]; ok && sn.ok && s.IsOpen() {
+			row[3], row[4], row[5] = formatRate(sn.recs), formatBytes(sn.bytes)+"/s", formatBehind(sn.behind)
+		} else if s.IsOpen() && d.sampling {
+			row[3], row[4], row[5] = "…", "…", "…"
+		}
+		if ncol == 7 {
+			row[6] = formatPosition(d.checkpoint[s.ID])
+		}
+		for c, v := range row {
+			width[c] = max(width[c], ansi.StringWidth(v))
+		}
+		cells[i] = row
+	}
+	line := func(row []string, style func(c int, s string) string) string {
+		var b strings.Builder
+		b.WriteString("  ")
+		for c, v := range row {
+			if c > 0 {
+				b.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", width[c]-ansi.StringWidth(v))
+			if tableRight[c] {
+				b.WriteString(pad + style(c, v))
+			} else {
+				b.WriteString(style(c, v) + pad)
+			}
+		}
+		return b.String()
+	}
+	out := make([]string, 0, t.h)
+	out = append(out, line(tableHeaders[:ncol], func(_ int, s string) string { return th.Header.Render(s) }))
+	sel := t.selected()
+	end := min(t.offset+t.bodyHeight(), len(t.shown))
+	for i := t.offset; i < end; i++ {
+		s := t.shown[i]
+		if s.ID == sel {
+			plain := line(cells[i], func(_ int, v string) string { return v })
+			out = append(out, th.Select.Render(fit("▸ "+plain[2:], t.w)))
+			continue
+		}
+		out = append(out, line(cells[i], func(c int, v string) string {
+			switch c {
+			case 1:
+				return stateStyle(th, s.State).Render(v)
+			case 0:
+				if !s.IsOpen() {
+					return th.Dim.Render(v)
+				}
+			case 2, 6:
+				return th.Dim.Render(v)
+			}
+			return v
+		}))
+	}
+	if len(t.shown) == 0 && t.filter != "" {
+		out = append(out, th.Dim.Render("  no shard matches the filter"))
+	}
+	return block(out, t.w, t.h)
+}
+
+// naturalWidth is the table's width with its widest usual cells (for the
+// side-by-side layout).
+func (t *shardTable) naturalWidth(checkpoint bool) int {
+	w := 2 + 6 + 2 + 6 + 2 + 6 + 2 + 5 + 2 + 11 + 2 + 6
+	if checkpoint {
+		w += 2 + checkpointWidth
+	}
+	return w
+}
+
+// formatPosition shows a checkpoint position in a narrow column: SHARD_END,
+// "-" for none, else the last digits of the sequence number (the leading
+// digits of a shard's sequence numbers are all alike).
+func formatPosition(p tail.Position) string {
+	switch {
+	case p.ShardEnd:
+		return "SHARD_END"
+	case p.SequenceNumber == "":
+		return "-"
+	}
+	s := p.String()
+	if len(s) > checkpointWidth {
+		s = "…" + s[len(s)-checkpointWidth+1:]
+	}
+	return s
+}
+
+func stateStyle(th render.Theme, st lineage.State) interface{ Render(...string) string } {
+	switch st {
+	case lineage.StateOpen:
+		return th.Open
+	case lineage.StateTrimmed:
+		return th.Trimmed
+	}
+	return th.Closed
+}

@@ -3,6 +3,7 @@ package emulator
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -20,6 +21,7 @@ func TestDynalite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(d.Stop)
 	c := d.Client(t)
 	_, err = c.CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName:            aws.String("leases"),
@@ -30,9 +32,9 @@ func TestDynalite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String("leases")})
-	if err != nil || out.Table.TableStatus != types.TableStatusActive {
-		t.Fatalf("table %v, %v", out, err)
+	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay, o.MaxDelay = 50*time.Millisecond, 200*time.Millisecond })
+	if err := w.Wait(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String("leases")}, 10*time.Second); err != nil {
+		t.Fatalf("table not ACTIVE: %v", err)
 	}
 	d.Stop()
 	assertGone(t, d.PID)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go/middleware"
@@ -123,6 +124,18 @@ func newKinesisClient(cfg aws.Config, cc clientConfig) *kinesis.Client {
 		if cc.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(cc.EndpointURL)
 		}
+		if cc.Debug != nil {
+			o.APIOptions = append(o.APIOptions, cc.Debug.Middleware())
+		}
+	})
+}
+
+// newDynamoClient builds a DynamoDB client (lease tables) from the same
+// configuration. --endpoint-url is Kinesis's; DynamoDB follows
+// AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL and shared config.
+func newDynamoClient(cfg aws.Config, cc clientConfig) *dynamodb.Client {
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, withOperationTimeout(operationTimeout))
 		if cc.Debug != nil {
 			o.APIOptions = append(o.APIOptions, cc.Debug.Middleware())
 		}

@@ -36,6 +36,17 @@ type cliResult struct {
 // test credentials and no config loader.
 func runCLI(t *testing.T, endpoint, stdin string, args ...string) cliResult {
 	t.Helper()
+	return runCLIAt(t, endpoint, nil, stdin, args...)
+}
+
+// runCLIWith is runCLI with a hook that adjusts the factory (other clients).
+func runCLIWith(t *testing.T, customize func(*Factory), stdin string, args ...string) cliResult {
+	t.Helper()
+	return runCLIAt(t, "", customize, stdin, args...)
+}
+
+func runCLIAt(t *testing.T, endpoint string, customize func(*Factory), stdin string, args ...string) cliResult {
+	t.Helper()
 	e := emulator.Require(t)
 	if endpoint == "" {
 		endpoint = e.Endpoint
@@ -54,6 +65,9 @@ func runCLI(t *testing.T, endpoint, stdin string, args ...string) cliResult {
 			cc.Debug = f.debug()
 		}
 		return newKinesisClient(cfg, cc), nil
+	}
+	if customize != nil {
+		customize(f)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/spf13/cobra"
 
@@ -82,6 +83,8 @@ type Factory struct {
 	// KinesisClient builds the Kinesis client for a region ("" = the
 	// configured default). Replaced in tests.
 	KinesisClient func(ctx context.Context, region string) (*kinesis.Client, error)
+	// DynamoClient builds the DynamoDB client for lease tables.
+	DynamoClient func(ctx context.Context, region string) (*dynamodb.Client, error)
 
 	debugLog *awsdebug.Logger
 	// What the current command is about, for error messages.
@@ -99,7 +102,25 @@ type errContext struct {
 func NewFactory(ios *IOStreams) *Factory {
 	f := &Factory{IO: ios, Now: time.Now}
 	f.KinesisClient = f.defaultKinesisClient
+	f.DynamoClient = f.defaultDynamoClient
 	return f
+}
+
+func (f *Factory) defaultDynamoClient(ctx context.Context, region string) (*dynamodb.Client, error) {
+	cc := clientConfig{Region: region, Profile: f.Global.Profile}
+	if f.Global.Debug {
+		cc.Debug = f.debug()
+	}
+	cfg, err := loadAWSConfig(ctx, cc)
+	if err != nil {
+		return nil, err
+	}
+	return newDynamoClient(cfg, cc), nil
+}
+
+// Dynamo builds the DynamoDB client for the region of a stream's client.
+func (f *Factory) Dynamo(ctx context.Context, k *kinesis.Client) (*dynamodb.Client, error) {
+	return f.DynamoClient(ctx, k.Options().Region)
 }
 
 func (f *Factory) defaultKinesisClient(ctx context.Context, region string) (*kinesis.Client, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/leases"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 )
@@ -36,6 +37,10 @@ type TreeOptions struct {
 	Wide bool
 	// Key, when set, is the partition key whose path is marked (--key).
 	Key *string
+	// KCLTable, when set, overlays a KCL application's lease table.
+	KCLTable string
+	// Leases reads the lease table (cmd wires DynamoDB; tests a fake).
+	Leases leases.DynamoAPI
 }
 
 func newTreeCmd(f *Factory) *cobra.Command {
@@ -99,6 +104,11 @@ keys, and the tool says so instead.`,
 			if err != nil {
 				return err
 			}
+			if opts.KCLTable != "" {
+				if opts.Leases, err = f.Dynamo(c.Context(), client); err != nil {
+					return err
+				}
+			}
 			return runTree(c.Context(), f, client, ref, opts)
 		}),
 	}
@@ -107,6 +117,7 @@ keys, and the tool says so instead.`,
 	fl.StringVar(&at, "at", "", "show the shards open at `TIMESTAMP` (RFC 3339, Unix seconds, or a duration ago such as 2h)")
 	fl.BoolVar(&opts.Wide, "wide", false, "add the decimal hash range and the sequence range (tree and table)")
 	fl.StringVar(&key, "key", "", "mark the shards that held `PARTITION_KEY`, root to open shard")
+	fl.StringVar(&opts.KCLTable, "kcl-table", "", "overlay a KCL application's DynamoDB lease `TABLE`: owners, checkpoints, blocked children")
 	return c
 }
 
@@ -170,7 +181,57 @@ func runTree(ctx context.Context, f *Factory, api treeAPI, ref kstream.Ref, opts
 			l.Key = render.NewKeyMark(g, *opts.Key)
 		}
 	}
+	if opts.KCLTable != "" {
+		if err := overlayLeases(ctx, f, l, sum, opts); err != nil {
+			return err
+		}
+	}
 	return writeLineage(f, l, opts)
+}
+
+// overlayLeases reads a KCL lease table and lays it over the lineage: the
+// answer to "why is my consumer stuck after a reshard?".
+func overlayLeases(ctx context.Context, f *Factory, l *render.Lineage, sum *kstream.Summary, opts *TreeOptions) error {
+	if err := leases.CheckTable(ctx, opts.Leases, opts.KCLTable); err != nil {
+		return err
+	}
+	rows, err := leases.Scan(ctx, opts.Leases, opts.KCLTable)
+	if err != nil {
+		return err
+	}
+	id := leases.StreamID{Name: sum.Name, Created: sum.Created}
+	if ref, err := kstream.ParseRef(sum.ARN); err == nil {
+		id.Account = ref.Account
+	}
+	d := leases.Diagnose(l.Graph, rows, id)
+	l.LeaseTable = opts.KCLTable
+	l.Leases = make(map[string]*render.LeaseMark, len(d.Shards))
+	blocked := 0
+	for shard, sl := range d.Shards {
+		m := &render.LeaseMark{Lease: sl.Lease != nil, ShardEnd: sl.Finished, Blocked: sl.Blocked,
+			BlockedBy: sl.BlockedBy, Blocking: sl.Blocking, Reason: sl.Reason}
+		if sl.Lease != nil {
+			m.Owner, m.Checkpoint = sl.Lease.Owner, sl.Lease.Checkpoint
+		}
+		l.Leases[shard] = m
+		if sl.Blocked {
+			blocked++
+			fmt.Fprintf(f.IO.ErrOut, "blocked: shard %s %s\n", lineage.ShortID(shard), sl.Reason)
+		}
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(f.IO.ErrOut, "note: lease table %s holds no leases\n", opts.KCLTable)
+	}
+	if d.OtherStreams > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "note: %d lease(s) of other streams in %s were left out\n", d.OtherStreams, opts.KCLTable)
+	}
+	if len(d.Orphans) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "note: %d lease(s) name shards the stream no longer lists (trimmed, or stale rows)\n", len(d.Orphans))
+	}
+	if blocked == 0 && len(rows) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "lease table %s: no child is blocked by an unfinished parent\n", opts.KCLTable)
+	}
+	return nil
 }
 
 // openAt takes the shards of an AT_TIMESTAMP listing from g, with their
@@ -206,7 +267,7 @@ func writeLineage(f *Factory, l *render.Lineage, opts *TreeOptions) error {
 	case "mermaid":
 		return render.LineageMermaid(w, l)
 	}
-	o := render.TreeOptions{Theme: theme, ShortIDs: tty, Wide: opts.Wide, Only: l.Only}
+	o := render.TreeOptions{Theme: theme, ShortIDs: tty, Wide: opts.Wide, Only: l.Only, Leases: l.Leases}
 	if l.Key != nil {
 		o.KeyPath = l.Key.Path
 	}

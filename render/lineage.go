@@ -25,6 +25,10 @@ type Lineage struct {
 	At time.Time
 	// Key is the --key mark; nil without --key.
 	Key *KeyMark
+	// Leases overlays a KCL lease table (--kcl-table): by shard id; nil
+	// without one. LeaseTable names the table.
+	Leases     map[string]*LeaseMark
+	LeaseTable string
 }
 
 // KeyMark is where one partition key's records went.
@@ -121,6 +125,7 @@ type lineageJSON struct {
 	Key       *string     `json:"key,omitempty"`
 	KeyHash   string      `json:"keyHash,omitempty"`
 	KeyNote   string      `json:"keyNote,omitempty"`
+	KCLTable  string      `json:"kclTable,omitempty"`
 	Shards    []shardJSON `json:"shards"`
 }
 
@@ -136,6 +141,7 @@ type shardJSON struct {
 	SequenceNumber *seqRangeJSON      `json:"sequenceNumberRange,omitempty"`
 	Depth          *int               `json:"depth,omitempty"`
 	KeyPath        *bool              `json:"keyPath,omitempty"`
+	Lease          *leaseJSON         `json:"lease,omitempty"`
 }
 
 type seqRangeJSON struct {
@@ -156,6 +162,7 @@ func LineageJSON(w io.Writer, l *Lineage) error {
 		doc.KeyHash = l.Key.Hash.String()
 		doc.KeyNote = l.Key.NoPath
 	}
+	doc.KCLTable = l.LeaseTable
 	shards := l.Graph.Shards()
 	doc.Shards = make([]shardJSON, 0, len(shards))
 	// One backing array for the per-shard scalars keeps 10,000 shards cheap.
@@ -172,7 +179,7 @@ func LineageJSON(w io.Writer, l *Lineage) error {
 		if !l.shown(s.ID) {
 			continue
 		}
-		j := shardJSON{ShardID: s.ID, State: s.State, Children: s.Children}
+		j := shardJSON{ShardID: s.ID, State: s.State, Children: s.Children, Lease: toLeaseJSON(l.leaseMark(s))}
 		if j.Children == nil {
 			j.Children = []string{}
 		}
@@ -219,6 +226,9 @@ func LineageTable(w io.Writer, l *Lineage, o TableOptions) error {
 	if path != nil {
 		header = append(header, "KEY")
 	}
+	if l.Leases != nil {
+		header = append(header, "LEASE")
+	}
 	layout := newColumnLayout(header)
 	var rows [][]string
 	var shown []*lineage.Shard
@@ -248,6 +258,9 @@ func LineageTable(w io.Writer, l *Lineage, o TableOptions) error {
 			}
 			row = append(row, mark)
 		}
+		if l.Leases != nil {
+			row = append(row, orDash(leaseText(l.leaseMark(s), o.ShortIDs)))
+		}
 		layout.measure(row)
 		rows = append(rows, row)
 		shown = append(shown, s)
@@ -262,6 +275,10 @@ func LineageTable(w io.Writer, l *Lineage, o TableOptions) error {
 		p = newPainter(o.Theme)
 	}
 	keyCol := len(header) - 1
+	if l.Leases != nil {
+		keyCol--
+	}
+	leaseCol := len(header) - 1
 	for i, row := range rows {
 		var style func(int, string) string
 		if o.Theme.Color {
@@ -272,6 +289,8 @@ func LineageTable(w io.Writer, l *Lineage, o TableOptions) error {
 					return p.forState(s.State)(text)
 				case (k == 0 || k == keyCol) && path[s.ID]:
 					return p.key(text)
+				case l.Leases != nil && k == leaseCol:
+					return p.lease(l.leaseMark(s))(text)
 				}
 				return text
 			}

@@ -21,6 +21,8 @@ const (
 	gvTrimmedText = "#868e96"
 	gvMergeEdge   = "#7b2cbf"
 	gvKey         = "#e8590c"
+	gvBlocked     = "#c92a2a"
+	gvBlocking    = "#f08c00"
 )
 
 // graphLabel is a shard's label, one item a line: short id, state and
@@ -117,6 +119,16 @@ func LineageDot(w io.Writer, l *Lineage) error {
 		case lineage.StateTrimmed:
 			line = gvTrimmedLine
 			attrs = append(attrs, `style="rounded,dashed"`, `fontcolor="`+gvTrimmedText+`"`)
+		}
+		if m := l.leaseMark(s); m != nil && (m.Blocked || len(m.Blocking) > 0) {
+			// The lease overlay: the reason is in the label, the colour says which side.
+			attrs[0] = "label=" + dotQuote(graphLabel(s, onKey)+"\n"+leaseText(m, true))
+			if m.Blocked {
+				line = gvBlocked
+			} else {
+				line = gvBlocking
+			}
+			attrs = append(attrs, "penwidth=3")
 		}
 		if onKey {
 			attrs = append(attrs, `color="`+gvKey+`"`, "penwidth=3")

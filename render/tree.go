@@ -33,6 +33,10 @@ type TreeOptions struct {
 	Only map[string]bool
 	// KeyPath, when non-nil, adds a KEY column marking these ids with ◆.
 	KeyPath map[string]bool
+	// Leases, when non-nil, adds a LEASE column: a KCL lease table's owner
+	// and checkpoint per shard, ⛔ on a blocked child, ⚠ on the parent
+	// that blocks it.
+	Leases map[string]*LeaseMark
 }
 
 // TreeLineKind says what a line of the tree shows.
@@ -234,11 +238,12 @@ const (
 	colRange
 	colSeq
 	colKey
+	colLease
 	colNote
 	numCols
 )
 
-var treeHeaders = [numCols]string{"SHARD", "STATE", "SHARE", "HASH RANGE", "SEQUENCE RANGE", "KEY", ""}
+var treeHeaders = [numCols]string{"SHARD", "STATE", "SHARE", "HASH RANGE", "SEQUENCE RANGE", "KEY", "LEASE", ""}
 
 // Bounds of the aligned tree column: without a terminal width, and at
 // least on a narrow terminal.
@@ -258,6 +263,9 @@ func layoutTree(rows []treeRow, o TreeOptions) []TreeLine {
 	}
 	if o.KeyPath != nil {
 		cols = append(cols, colKey)
+	}
+	if o.Leases != nil {
+		cols = append(cols, colLease)
 	}
 	cols = append(cols, colNote)
 
@@ -290,6 +298,9 @@ func layoutTree(rows []treeRow, o TreeOptions) []TreeLine {
 			}
 			if o.KeyPath[s.ID] {
 				cl[colKey] = markKey
+			}
+			if o.Leases != nil {
+				cl[colLease] = leaseText(o.Leases[s.ID], o.ShortIDs)
 			}
 		}
 		cl[colNote] = r.note
@@ -335,7 +346,7 @@ func layoutTree(rows []treeRow, o TreeOptions) []TreeLine {
 		r := &rows[i]
 		var style func(int, string) string
 		if o.Theme.Color {
-			style = treeStyler(&p, r, cols, o.KeyPath[r.shard.ID] && r.kind == TreeShard)
+			style = treeStyler(&p, r, cols, o.KeyPath[r.shard.ID] && r.kind == TreeShard, o.Leases[r.shard.ID])
 		}
 		emit(r.kind, r.shard.ID, cells[i*len(cols):(i+1)*len(cols)], style)
 	}
@@ -399,13 +410,28 @@ func (l *columnLayout) line(b *strings.Builder, cells []string, style func(k int
 // lipgloss's Render re-parses the style for every call, which was most of
 // the cost of a coloured 10,000-shard tree.
 type painter struct {
-	header, dim, key func(string) string
-	state            [3]func(string) string
+	header, dim, key, warn, err func(string) string
+	state                       [3]func(string) string
+}
+
+// lease colours a LEASE cell: blocked red, blocking amber, finished dim.
+func (p *painter) lease(m *LeaseMark) func(string) string {
+	switch {
+	case m == nil:
+		return p.dim
+	case m.Blocked:
+		return p.err
+	case len(m.Blocking) > 0:
+		return p.warn
+	case m.ShardEnd || !m.Lease:
+		return p.dim
+	}
+	return func(s string) string { return s }
 }
 
 func newPainter(th Theme) painter {
 	return painter{
-		header: wrapper(th.Header), dim: wrapper(th.Dim), key: wrapper(th.Key),
+		header: wrapper(th.Header), dim: wrapper(th.Dim), key: wrapper(th.Key), warn: wrapper(th.Warn), err: wrapper(th.Err),
 		state: [3]func(string) string{lineage.StateOpen: wrapper(th.Open), lineage.StateClosed: wrapper(th.Closed), lineage.StateTrimmed: wrapper(th.Trimmed)},
 	}
 }
@@ -434,7 +460,7 @@ func (p *painter) forState(st lineage.State) func(string) string {
 // treeStyler colours the cells of one row: guides dim, the mark and the
 // state word in the state's colour, the id and ◆ in the key colour on the
 // key's path, ranges and notes dim.
-func treeStyler(p *painter, r *treeRow, cols []int, onKey bool) func(k int, text string) string {
+func treeStyler(p *painter, r *treeRow, cols []int, onKey bool, lease *LeaseMark) func(k int, text string) string {
 	state := p.forState(r.shard.State)
 	return func(k int, text string) string {
 		switch cols[k] {
@@ -457,6 +483,8 @@ func treeStyler(p *painter, r *treeRow, cols []int, onKey bool) func(k int, text
 			return state(text)
 		case colKey:
 			return p.key(text)
+		case colLease:
+			return p.lease(lease)(text)
 		case colRange, colSeq, colNote:
 			return p.dim(text)
 		}

@@ -2,12 +2,14 @@ package cmd
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -18,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/leases"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/tail"
@@ -48,6 +51,12 @@ type TailOptions struct {
 	RelistInterval     time.Duration
 	CheckpointInterval time.Duration
 	CreateIfMissing    int
+	LeaseTable         string
+	WorkerID           string
+	CreateLeaseTable   bool
+	LeaseDuration      time.Duration
+	// Leases is the lease table's client (cmd wires DynamoDB).
+	Leases leases.DynamoAPI
 
 	// Resolved by validation.
 	format    render.RecordFormat
@@ -86,6 +95,12 @@ terminal), raw payloads, or text (readable, coloured; the default on a
 terminal). KPL aggregates are split into user records; --decompress unpacks
 gzip payloads (CloudWatch Logs subscriptions).
 
+Sharing: --lease-table TABLE shares the shards of the stream with every other
+tail using the same table, through leases in the Kinesis Client Library's
+DynamoDB schema, which also hold the checkpoints: each worker takes an equal
+share, a worker silent for --lease-duration loses its leases to the others,
+and a child's lease is taken only when every parent lease is SHARD_END.
+
 Pacing: at most 5 GetRecords calls per second per shard, retries included;
 a caught-up shard is polled every --poll-interval. Ctrl-C stops reading,
 writes out what was read, saves the checkpoint and exits 130.`,
@@ -103,6 +118,11 @@ writes out what was read, saves the checkpoint and exits 130.`,
 			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
 			if err != nil {
 				return err
+			}
+			if opts.LeaseTable != "" {
+				if opts.Leases, err = f.Dynamo(c.Context(), client); err != nil {
+					return err
+				}
 			}
 			return runTail(c.Context(), f, client, ref, opts)
 		}),
@@ -122,6 +142,10 @@ writes out what was read, saves the checkpoint and exits 130.`,
 	fl.DurationVar(&opts.RelistInterval, "relist-interval", tail.DefaultRelistInterval, "how often the shards are listed again to find children")
 	fl.DurationVar(&opts.CheckpointInterval, "checkpoint-interval", tail.DefaultCheckpointInterval, "how often the checkpoint is saved")
 	fl.IntVar(&opts.CreateIfMissing, "create-if-missing", 0, "create a missing stream with this many shards and wait for it")
+	fl.StringVar(&opts.LeaseTable, "lease-table", "", "share the shards with other tails through this DynamoDB lease `TABLE` (KCL schema); it keeps the checkpoints")
+	fl.StringVar(&opts.WorkerID, "worker-id", "", "this worker's id in the lease table (default: host:pid:random)")
+	fl.BoolVar(&opts.CreateLeaseTable, "create-lease-table", false, "create the lease table (on-demand capacity) if it is missing, without asking")
+	fl.DurationVar(&opts.LeaseDuration, "lease-duration", 10*time.Second, "a worker silent this long loses its leases to the others (the KCL's failover time)")
 	return c
 }
 
@@ -179,6 +203,23 @@ func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
 	if o.keyHash != nil && o.Shard != "" {
 		return usageErrorf("--key and --shard do not go together")
 	}
+	if o.LeaseTable != "" {
+		switch {
+		case o.Checkpoint != "" || o.NoCheckpoint:
+			return usageErrorf("--lease-table keeps the checkpoints: it does not go with --checkpoint or --no-checkpoint")
+		case o.keyHash != nil || o.Shard != "":
+			return usageErrorf("--lease-table shares the whole stream: it does not go with --key or --shard")
+		case o.LeaseDuration < time.Second:
+			return usageErrorf("--lease-duration must be at least 1s")
+		case !leaseTableRE.MatchString(o.LeaseTable):
+			return usageErrorf("--lease-table %q is not a DynamoDB table name (3 to 255 characters of a-z, A-Z, 0-9, _ . -)", o.LeaseTable)
+		}
+		if o.WorkerID == "" {
+			o.WorkerID = defaultWorkerID()
+		}
+	} else if o.WorkerID != "" || o.CreateLeaseTable || c.Flags().Changed("lease-duration") {
+		return usageErrorf("--worker-id, --lease-duration and --create-lease-table go with --lease-table")
+	}
 	switch {
 	case o.MaxRecords < 0:
 		return usageErrorf("--max-records must not be negative")
@@ -218,6 +259,15 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 		fmt.Fprintf(f.IO.ErrOut, "note: %s is an on-demand stream; if its record distribution is AUTO, partition keys do not choose shards and --key reads nothing useful\n", ref)
 	}
 
+	var coord tail.Coordinator
+	if o.LeaseTable != "" {
+		w, err := openLeaseWorker(ctx, f, o)
+		if err != nil {
+			return err
+		}
+		coord = w
+		f.Debugf("lease table %s, worker %s", o.LeaseTable, o.WorkerID)
+	}
 	store, path, err := openTailStore(f, sum, o)
 	if err != nil {
 		return err
@@ -241,6 +291,7 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 		IdleExit:           o.IdleExit,
 		Decompress:         o.Decompress,
 		Now:                f.Now,
+		Coordinator:        coord,
 	}
 	if ref.ARN != "" {
 		topts.StreamARN = ref.ARN
@@ -275,7 +326,7 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 
 // openTailStore opens the checkpoint store the flags ask for.
 func openTailStore(f *Factory, sum *kstream.Summary, o *TailOptions) (tail.Store, string, error) {
-	if o.NoCheckpoint {
+	if o.NoCheckpoint || o.LeaseTable != "" {
 		return tail.NewMemoryStore(nil), "", nil
 	}
 	path := o.Checkpoint
@@ -337,4 +388,48 @@ func stateDir() (string, error) {
 
 func isBrokenPipe(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "broken pipe")
+}
+
+var leaseTableRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// defaultWorkerID is host:pid:random, unique per process.
+func defaultWorkerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "host"
+	}
+	var b [3]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// openLeaseWorker checks (or creates, after asking) the lease table and
+// returns this process's lease worker.
+func openLeaseWorker(ctx context.Context, f *Factory, o *TailOptions) (*leases.Worker, error) {
+	err := leases.CheckTable(ctx, o.Leases, o.LeaseTable)
+	if errors.Is(err, leases.ErrNoTable) {
+		switch {
+		case o.CreateLeaseTable:
+		case f.IO.CanPrompt():
+			if err := f.confirm(fmt.Sprintf("DynamoDB table %s does not exist. Create it (on-demand capacity, billed per request)?", o.LeaseTable)); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("lease table %s does not exist: pass --create-lease-table to create it (on-demand capacity)", o.LeaseTable)
+		}
+		p := f.startProgress("creating lease table " + o.LeaseTable)
+		err = leases.CreateTable(ctx, o.Leases, o.LeaseTable)
+		if err != nil {
+			p.Stop("")
+			return nil, err
+		}
+		p.Stop("created lease table " + o.LeaseTable)
+	} else if err != nil {
+		return nil, err
+	}
+	wo := leases.WorkerOptions{Table: o.LeaseTable, WorkerID: o.WorkerID, Start: o.start, LeaseDuration: o.LeaseDuration}
+	if f.Global.Debug {
+		wo.Logf = f.Debugf
+	}
+	return leases.NewWorker(o.Leases, wo)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +51,11 @@ type Options struct {
 	MaxRecords int64         // stop after this many delivered records (0 = no limit)
 	IdleExit   time.Duration // stop when idle this long (0 = never)
 	Decompress bool          // unpack gzip payloads
+
+	// Coordinator, when set, shares the stream's shards with other tail
+	// processes through a lease table: only the shards it gives are read,
+	// and checkpoints go to it instead of the Store.
+	Coordinator Coordinator
 
 	// OnPoll, when set, is called after every successful GetRecords with
 	// what it returned (from the reader's goroutine; keep it quick).
@@ -151,6 +157,10 @@ type shardState struct {
 	atTip     bool
 	ended     bool // our reader reached its end
 	children  bool // some known shard names it as a parent
+	// With a Coordinator: the reader's cancel and generation (a reader of
+	// a shard whose lease was lost is stopped; a later one is another gen).
+	cancel context.CancelFunc
+	gen    int
 }
 
 // Tailer reads a stream parents-first. Create with New, run with Run.
@@ -170,10 +180,15 @@ type Tailer struct {
 
 	events  chan event
 	stopped chan struct{} // closed when the coordinator stops; readers then stop sending
+	pages   *pageBudget   // memory of the pages the readers hold
 
 	// Coordinator-only state.
 	shards        map[string]*shardState
 	initialPass   bool
+	held          map[string]bool      // with a Coordinator: the shards we may read
+	starts        map[string]StartMode // with a Coordinator: where held shards without a position start
+	saved         map[string]Position  // with a Coordinator: what was last checkpointed
+	syncing       bool
 	discovering   bool // a relist to find children of an ended shard is due
 	listing       bool // a relist is running
 	readers       sync.WaitGroup
@@ -194,6 +209,11 @@ type tipEvent struct {
 }
 type exitEvent struct {
 	id  string
+	gen int
+	err error
+}
+type syncEvent struct {
+	a   *Assignment
 	err error
 }
 type listEvent struct {
@@ -206,7 +226,8 @@ type fullEvent struct{}
 func New(api API, store Store, opts Options, deliver DeliverFunc) *Tailer {
 	opts.defaults()
 	return &Tailer{api: api, store: store, opts: opts, deliver: deliver,
-		events: make(chan event, 64), stopped: make(chan struct{}), shards: map[string]*shardState{}}
+		events: make(chan event, 64), stopped: make(chan struct{}), shards: map[string]*shardState{},
+		pages: newPageBudget(pageBudgetBytes)}
 }
 
 func (t *Tailer) now() time.Time { return t.opts.Now() }
@@ -249,6 +270,13 @@ func (t *Tailer) Run(ctx context.Context) (res Result, err error) {
 	if t.opts.Shard != "" && t.shards[t.opts.Shard] == nil {
 		return Result{Reason: StopError}, fmt.Errorf("%w: %s is not a shard of stream %s", ErrShardNotFound, t.opts.Shard, t.streamLabel())
 	}
+	if c := t.opts.Coordinator; c != nil {
+		a, err := c.Sync(ctx, t.known())
+		if err != nil {
+			return Result{Reason: StopError}, err
+		}
+		t.applyAssignment(a)
+	}
 	t.initialPass = true
 	t.schedule()
 	t.initialPass = false
@@ -261,6 +289,12 @@ func (t *Tailer) Run(ctx context.Context) (res Result, err error) {
 	t.readers.Wait()
 	if serr := t.save(context.WithoutCancel(ctx), true); serr != nil && runErr == nil {
 		runErr, reason = serr, StopError
+	}
+	if c := t.opts.Coordinator; c != nil {
+		// Give the leases back so other workers take them at once.
+		if rerr := c.Release(context.WithoutCancel(ctx)); rerr != nil {
+			t.opts.Logf("releasing leases: %v", rerr)
+		}
 	}
 	t.mu.Lock()
 	res = Result{Records: t.delivered, Readers: t.started, Reason: reason}
@@ -286,6 +320,12 @@ func (t *Tailer) loop(ctx context.Context) (StopReason, error) {
 		defer tick.Stop()
 		idleC = tick.C
 	}
+	var syncC <-chan time.Time
+	if c := t.opts.Coordinator; c != nil {
+		tick := time.NewTicker(c.SyncInterval())
+		defer tick.Stop()
+		syncC = tick.C
+	}
 	// A parent that ended without naming children makes us relist soon.
 	retryList := time.NewTimer(time.Hour)
 	retryList.Stop()
@@ -303,6 +343,8 @@ func (t *Tailer) loop(ctx context.Context) (StopReason, error) {
 			if err := t.save(ctx, false); err != nil {
 				return StopError, err
 			}
+		case <-syncC:
+			t.startSync(ctx)
 		case <-idleC:
 			if t.idle() {
 				return StopIdle, nil
@@ -323,6 +365,9 @@ func (t *Tailer) loop(ctx context.Context) (StopReason, error) {
 					t.opts.Logf("shard %s ended without naming children; listing shards", ev.id)
 					t.startRelist(ctx, true)
 				}
+				if t.opts.Coordinator != nil {
+					t.startSync(ctx) // create and take the children's leases now
+				}
 				t.schedule()
 			case tipEvent:
 				if s := t.shards[ev.id]; s != nil && s.status == statusRunning {
@@ -332,9 +377,22 @@ func (t *Tailer) loop(ctx context.Context) (StopReason, error) {
 					}
 				}
 			case exitEvent:
+				if s := t.shards[ev.id]; s != nil && s.gen != ev.gen {
+					continue // a reader stopped when its lease was lost
+				}
 				if ev.err != nil {
 					return StopError, ev.err
 				}
+			case syncEvent:
+				t.syncing = false
+				if ev.err != nil {
+					// The lease table is unreachable: keep reading what we
+					// hold; renewals will be retried at the next sync.
+					t.opts.Logf("lease sync failed (will retry): %v", ev.err)
+					continue
+				}
+				t.applyAssignment(ev.a)
+				t.schedule()
 			case listEvent:
 				t.listing = false
 				t.discovering = false
@@ -387,6 +445,9 @@ func (t *Tailer) idle() bool {
 	for _, s := range t.shards {
 		switch s.status {
 		case statusPending:
+			if t.opts.Coordinator != nil && !t.held[s.id] {
+				continue // another worker reads it
+			}
 			t.touch()
 			return false
 		case statusRunning:
@@ -427,6 +488,9 @@ func (t *Tailer) save(ctx context.Context, force bool) error {
 	snap := maps.Clone(t.positions)
 	t.dirty = false
 	t.mu.Unlock()
+	if t.opts.Coordinator != nil {
+		return t.checkpointLeases(ctx, snap, force)
+	}
 	if err := t.store.Save(ctx, snap); err != nil {
 		t.mu.Lock()
 		t.dirty = true
@@ -607,6 +671,9 @@ func (t *Tailer) schedule() {
 			if s.status != statusPending {
 				continue
 			}
+			if t.opts.Coordinator != nil && !t.held[id] {
+				continue // another worker's, or nobody's yet
+			}
 			if !t.relevant(s) {
 				s.status, changed = statusExcluded, true
 				continue
@@ -619,7 +686,7 @@ func (t *Tailer) schedule() {
 			if !t.parentsDone(s) {
 				continue
 			}
-			if t.initialPass && t.opts.Start == StartLatest && s.closed && pos.IsZero() {
+			if t.initialPass && t.opts.Start == StartLatest && s.closed && pos.IsZero() && t.opts.Coordinator == nil {
 				// --from-tip: its old records would be skipped anyway.
 				t.mu.Lock()
 				t.positions[id] = Position{ShardEnd: true}
@@ -639,6 +706,7 @@ func (t *Tailer) startReader(s *shardState, pos Position) {
 	t.started++
 	t.touch()
 	r := &reader{t: t, id: s.id, closedAtStart: s.closed, rng: s.rng, haveRange: s.haveRange}
+	start, leased := t.starts[s.id]
 	switch {
 	case pos.SequenceNumber != "":
 		r.start = startPoint{kind: types.ShardIteratorTypeAfterSequenceNumber, seq: pos.SequenceNumber}
@@ -646,6 +714,16 @@ func (t *Tailer) startReader(s *shardState, pos Position) {
 			// Re-read the aggregate and skip what was delivered.
 			r.start = startPoint{kind: types.ShardIteratorTypeAtSequenceNumber, seq: pos.SequenceNumber}
 			r.skipSeq, r.skipSub = pos.SequenceNumber, pos.SubSequence
+		}
+	case leased:
+		// The lease says where a shard nobody has read yet starts.
+		switch start {
+		case StartLatest:
+			r.start = startPoint{kind: types.ShardIteratorTypeLatest}
+		case StartAtTimestamp:
+			r.start = startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: t.opts.Timestamp}
+		default:
+			r.start = startPoint{kind: types.ShardIteratorTypeTrimHorizon}
 		}
 	case s.initial && t.initialPass && t.opts.Start == StartLatest:
 		r.start = startPoint{kind: types.ShardIteratorTypeLatest}
@@ -655,11 +733,16 @@ func (t *Tailer) startReader(s *shardState, pos Position) {
 		r.start = startPoint{kind: types.ShardIteratorTypeTrimHorizon}
 	}
 	t.opts.Logf("shard %s: reading from %s", s.id, r.start)
+	ctx, cancel := context.WithCancel(t.readerCtx)
+	s.gen++
+	s.cancel = cancel
+	gen := s.gen
 	t.readers.Add(1)
 	go func() {
 		defer t.readers.Done()
-		err := r.run(t.readerCtx)
-		t.send(exitEvent{id: s.id, err: err})
+		defer cancel()
+		err := r.run(ctx)
+		t.send(exitEvent{id: s.id, gen: gen, err: err})
 	}()
 }
 
@@ -680,7 +763,10 @@ func (t *Tailer) deliverBatch(id string, batch []Record) (bool, error) {
 			return false, err
 		}
 		t.delivered += int64(len(batch))
-		t.positions[id] = batch[len(batch)-1].position()
+		pos := batch[len(batch)-1].position()
+		// A copy: a page's strings share blocks, which the map would keep.
+		pos.SequenceNumber = strings.Clone(pos.SequenceNumber)
+		t.positions[id] = pos
 		t.dirty = true
 		t.lastActivity = t.now()
 	}
@@ -716,4 +802,105 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-tm.C:
 		return nil
 	}
+}
+
+// known lists the shards for a Coordinator.
+func (t *Tailer) known() []ShardInfo {
+	out := make([]ShardInfo, 0, len(t.shards))
+	for _, id := range slices.Sorted(maps.Keys(t.shards)) {
+		s := t.shards[id]
+		out = append(out, ShardInfo{ID: id, Parents: s.parents, Closed: s.closed || s.ended, Range: s.rng, HaveRange: s.haveRange})
+	}
+	return out
+}
+
+// startSync runs a Coordinator sync in the background.
+func (t *Tailer) startSync(ctx context.Context) {
+	if t.syncing {
+		return
+	}
+	t.syncing = true
+	known := t.known()
+	go func() {
+		a, err := t.opts.Coordinator.Sync(ctx, known)
+		t.send(syncEvent{a: a, err: err})
+	}()
+}
+
+// applyAssignment takes a Coordinator's answer: positions other workers
+// reached (for the parents-first rule), the shards we hold, and stops the
+// readers of shards we lost.
+func (t *Tailer) applyAssignment(a *Assignment) {
+	t.held, t.starts = a.Held, a.Starts
+	if t.saved == nil {
+		t.saved = map[string]Position{}
+	}
+	t.mu.Lock()
+	for id, p := range a.Positions {
+		if s := t.shards[id]; s != nil && s.status == statusRunning {
+			continue // our reader is ahead of the table
+		}
+		if t.positions[id] != t.saved[id] {
+			continue // ours is newer: its checkpoint is still to be written
+		}
+		t.positions[id], t.saved[id] = p, p
+	}
+	t.mu.Unlock()
+	for id, s := range t.shards {
+		switch {
+		case s.status == statusRunning && !t.held[id]:
+			t.opts.Logf("shard %s: lease lost to another worker; stopping its reader", id)
+			if s.cancel != nil {
+				s.cancel()
+			}
+			s.gen++ // its exit is not an error of ours
+			s.status, s.atTip = statusPending, false
+		case s.status == statusDone && t.held[id] && !t.positionOf(id).ShardEnd:
+			// We ended it once but lost the lease before SHARD_END was
+			// written; it is ours again, from the table's checkpoint.
+			s.status, s.ended = statusPending, false
+		}
+	}
+}
+
+// checkpointLeases writes changed positions of held shards to the
+// Coordinator. A lost lease is not an error (another worker goes on from
+// the table's checkpoint); other failures are retried at the next save,
+// except when forced (SHARD_END, exit), where they are retried a few
+// times and then returned.
+func (t *Tailer) checkpointLeases(ctx context.Context, snap map[string]Position, force bool) error {
+	var firstErr error
+	for _, id := range slices.Sorted(maps.Keys(snap)) {
+		p := snap[id]
+		if t.saved[id] == p {
+			continue
+		}
+		var err error
+		for attempt := 0; ; attempt++ {
+			err = t.opts.Coordinator.Checkpoint(ctx, id, p)
+			if err == nil || errors.Is(err, ErrLeaseLost) || !force || attempt >= 3 || ctx.Err() != nil {
+				break
+			}
+			sleepCtx(ctx, time.Duration(250<<attempt)*time.Millisecond)
+		}
+		switch {
+		case err == nil:
+			t.saved[id] = p
+		case errors.Is(err, ErrLeaseLost):
+			t.opts.Logf("shard %s: %v", id, err)
+			t.saved[id] = p // nothing more to write for it
+		default:
+			t.mu.Lock()
+			t.dirty = true
+			t.mu.Unlock()
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	if firstErr != nil && !force {
+		t.opts.Logf("checkpointing to the lease table failed (will retry): %v", firstErr)
+		return nil
+	}
+	return firstErr
 }

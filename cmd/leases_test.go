@@ -69,8 +69,8 @@ func TestTreeKCLTable(t *testing.T) {
 	stream := emulator.StreamName(t)
 	e.CreateStream(t, c, stream, 2)
 	splitShard(t, e, c, stream, "shardId-000000000000") // → 2, 3
-	ids := openIDs(t, c, stream)                         // 2, 3, 1 by range
-	mergeOpen(t, e, c, stream, 1)                        // 3 + 1 → 4
+	ids := openIDs(t, c, stream)                        // 2, 3, 1 by range
+	mergeOpen(t, e, c, stream, 1)                       // 3 + 1 → 4
 	_ = ids
 
 	dc := dynamodb.New(d.ClientOptions())

@@ -306,7 +306,6 @@ func decodeCheckpoint(b []byte) (*fileDoc, error) {
 
 func formatCreated(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-
 // unwrapPathError drops the path from an *fs.PathError: our messages name
 // the file already.
 func unwrapPathError(err error) error {

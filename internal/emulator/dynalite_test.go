@@ -32,7 +32,9 @@ func TestDynalite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay, o.MaxDelay = 50*time.Millisecond, 200*time.Millisecond })
+	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, 200*time.Millisecond
+	})
 	if err := w.Wait(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String("leases")}, 10*time.Second); err != nil {
 		t.Fatalf("table not ACTIVE: %v", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/leases"
+	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/render/dashboard"
 	"github.com/kinesis-shards/kinesis-shards/tail"
@@ -24,6 +26,8 @@ type DashboardOptions struct {
 	Checkpoint   string
 	Refresh      time.Duration
 	PollInterval time.Duration
+	KCLTable     string
+	Leases       leases.DynamoAPI
 }
 
 func newDashboardCmd(f *Factory) *cobra.Command {
@@ -78,6 +82,11 @@ p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
 			if err != nil {
 				return err
 			}
+			if opts.KCLTable != "" {
+				if opts.Leases, err = f.Dynamo(c.Context(), client); err != nil {
+					return err
+				}
+			}
 			return runDashboard(c.Context(), f, client, ref, opts)
 		}),
 	}
@@ -86,6 +95,7 @@ p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "show the positions saved in this tail checkpoint `FILE`")
 	fl.DurationVar(&opts.Refresh, "refresh", 5*time.Second, "how often the shards are listed again (≥ 1s)")
 	fl.DurationVar(&opts.PollInterval, "poll-interval", tail.DefaultPollInterval, "how often the sampling reader polls a caught-up shard (≥ 200ms)")
+	fl.StringVar(&opts.KCLTable, "kcl-table", "", "overlay a KCL application's DynamoDB lease `TABLE` on the tree (owners, checkpoints, blocked children)")
 	return c
 }
 
@@ -129,6 +139,7 @@ func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstrea
 			return names, err
 		},
 		DescribeError:   func(err error) string { return oneLine(wordError(err, f.errCtx)) },
+		Leases:          dashboardLeases(o),
 		Now:             f.Now,
 		RefreshInterval: o.Refresh,
 		PollInterval:    o.PollInterval,
@@ -140,4 +151,18 @@ func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstrea
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted")}
 	}
 	return err
+}
+
+// dashboardLeases reads the --kcl-table overlay at every listing.
+func dashboardLeases(o *DashboardOptions) func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
+	if o.KCLTable == "" {
+		return nil
+	}
+	return func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
+		d, _, err := diagnoseLeases(ctx, o.Leases, o.KCLTable, g, sum)
+		if err != nil {
+			return nil, err
+		}
+		return leaseMarks(d), nil
+	}
 }

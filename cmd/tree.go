@@ -192,34 +192,20 @@ func runTree(ctx context.Context, f *Factory, api treeAPI, ref kstream.Ref, opts
 // overlayLeases reads a KCL lease table and lays it over the lineage: the
 // answer to "why is my consumer stuck after a reshard?".
 func overlayLeases(ctx context.Context, f *Factory, l *render.Lineage, sum *kstream.Summary, opts *TreeOptions) error {
-	if err := leases.CheckTable(ctx, opts.Leases, opts.KCLTable); err != nil {
-		return err
-	}
-	rows, err := leases.Scan(ctx, opts.Leases, opts.KCLTable)
+	d, rows, err := diagnoseLeases(ctx, opts.Leases, opts.KCLTable, l.Graph, sum)
 	if err != nil {
 		return err
 	}
-	id := leases.StreamID{Name: sum.Name, Created: sum.Created}
-	if ref, err := kstream.ParseRef(sum.ARN); err == nil {
-		id.Account = ref.Account
-	}
-	d := leases.Diagnose(l.Graph, rows, id)
 	l.LeaseTable = opts.KCLTable
-	l.Leases = make(map[string]*render.LeaseMark, len(d.Shards))
+	l.Leases = leaseMarks(d)
 	blocked := 0
-	for shard, sl := range d.Shards {
-		m := &render.LeaseMark{Lease: sl.Lease != nil, ShardEnd: sl.Finished, Blocked: sl.Blocked,
-			BlockedBy: sl.BlockedBy, Blocking: sl.Blocking, Reason: sl.Reason}
-		if sl.Lease != nil {
-			m.Owner, m.Checkpoint = sl.Lease.Owner, sl.Lease.Checkpoint
-		}
-		l.Leases[shard] = m
-		if sl.Blocked {
+	for _, s := range l.Graph.Shards() {
+		if sl := d.Shards[s.ID]; sl != nil && sl.Blocked {
 			blocked++
-			fmt.Fprintf(f.IO.ErrOut, "blocked: shard %s %s\n", lineage.ShortID(shard), sl.Reason)
+			fmt.Fprintf(f.IO.ErrOut, "blocked: shard %s %s\n", lineage.ShortID(s.ID), sl.Reason)
 		}
 	}
-	if len(rows) == 0 {
+	if rows == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "note: lease table %s holds no leases\n", opts.KCLTable)
 	}
 	if d.OtherStreams > 0 {
@@ -228,10 +214,40 @@ func overlayLeases(ctx context.Context, f *Factory, l *render.Lineage, sum *kstr
 	if len(d.Orphans) > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "note: %d lease(s) name shards the stream no longer lists (trimmed, or stale rows)\n", len(d.Orphans))
 	}
-	if blocked == 0 && len(rows) > 0 {
+	if blocked == 0 && rows > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "lease table %s: no child is blocked by an unfinished parent\n", opts.KCLTable)
 	}
 	return nil
+}
+
+// diagnoseLeases reads a KCL lease table and diagnoses it over the graph.
+func diagnoseLeases(ctx context.Context, api leases.DynamoAPI, table string, g *lineage.Graph, sum *kstream.Summary) (*leases.Diagnosis, int, error) {
+	if err := leases.CheckTable(ctx, api, table); err != nil {
+		return nil, 0, err
+	}
+	rows, err := leases.Scan(ctx, api, table)
+	if err != nil {
+		return nil, 0, err
+	}
+	id := leases.StreamID{Name: sum.Name, Created: sum.Created}
+	if ref, err := kstream.ParseRef(sum.ARN); err == nil {
+		id.Account = ref.Account
+	}
+	return leases.Diagnose(g, rows, id), len(rows), nil
+}
+
+// leaseMarks turns a diagnosis into the renderers' overlay.
+func leaseMarks(d *leases.Diagnosis) map[string]*render.LeaseMark {
+	out := make(map[string]*render.LeaseMark, len(d.Shards))
+	for shard, sl := range d.Shards {
+		m := &render.LeaseMark{Lease: sl.Lease != nil, ShardEnd: sl.Finished, Blocked: sl.Blocked,
+			BlockedBy: sl.BlockedBy, Blocking: sl.Blocking, Reason: sl.Reason}
+		if sl.Lease != nil {
+			m.Owner, m.Checkpoint = sl.Lease.Owner, sl.Lease.Checkpoint
+		}
+		out[shard] = m
+	}
+	return out
 }
 
 // openAt takes the shards of an AT_TIMESTAMP listing from g, with their

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
+	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
@@ -35,6 +36,11 @@ type (
 		id  tail.StreamIdentity
 		pos map[string]tail.Position
 		err error
+	}
+	leasesMsg struct {
+		gen   int
+		marks map[string]*render.LeaseMark
+		err   error
 	}
 	refreshTickMsg struct{}
 	figureTickMsg  struct{}
@@ -121,6 +127,17 @@ func (m *Model) loadStreamCmd() tea.Cmd {
 		}
 		g, err := lineage.Load(ctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
 		return streamMsg{gen: gen, sum: sum, graph: g, err: err}
+	}
+}
+
+// readLeasesCmd reads the lease table for the overlay.
+func (m *Model) readLeasesCmd(g *lineage.Graph, sum *kstream.Summary) tea.Cmd {
+	ctx, read, gen, timeout := m.ctx, m.opts.Leases, m.gen, m.opts.CallTimeout
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		marks, err := read(ctx, g, sum)
+		return leasesMsg{gen: gen, marks: marks, err: err}
 	}
 }
 

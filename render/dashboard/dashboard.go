@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -50,6 +51,9 @@ type Options struct {
 	// DescribeError words an error for the status line (cmd passes the
 	// wording the commands use); nil uses err.Error().
 	DescribeError func(error) string
+	// Leases, when set, reads a KCL lease table and lays it over the tree
+	// at every listing (--kcl-table): owners, checkpoints, blocked children.
+	Leases func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error)
 
 	// Now is the clock of the figures and the header; nil means time.Now.
 	Now func() time.Time
@@ -269,6 +273,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.streamLoaded(msg)
 	case checkpointMsg:
 		m.checkpointRead(msg)
+		return m, nil
+	case leasesMsg:
+		m.leasesRead(msg)
 		return m, nil
 	case recordsMsg:
 		if !m.fromReader(msg.run) {
@@ -595,6 +602,9 @@ func (m *Model) streamLoaded(msg streamMsg) tea.Cmd {
 	if m.opts.Checkpoint != "" {
 		cmds = append(cmds, m.readCheckpointCmd())
 	}
+	if m.opts.Leases != nil {
+		cmds = append(cmds, m.readLeasesCmd(msg.graph, msg.sum))
+	}
 	if first {
 		switch {
 		case m.opts.NoReader:
@@ -641,6 +651,31 @@ func (m *Model) checkpointRead(msg checkpointMsg) {
 		return
 	}
 	m.checkpt = msg.pos
+}
+
+// leasesRead lays a lease table over the tree and says on the status line
+// how many children are blocked.
+func (m *Model) leasesRead(msg leasesMsg) {
+	if msg.gen != m.gen {
+		return
+	}
+	if msg.err != nil {
+		m.setStatus(statusWarn, "lease table: "+m.opts.DescribeError(msg.err))
+		m.status.refresh = true
+		return
+	}
+	m.tree.setLeases(msg.marks)
+	var blocked []string
+	for id, mk := range msg.marks {
+		if mk.Blocked {
+			blocked = append(blocked, lineage.ShortID(id)+" "+mk.Reason)
+		}
+	}
+	sort.Strings(blocked)
+	if len(blocked) > 0 {
+		m.setStatus(statusWarn, fmt.Sprintf("lease table: %d blocked: %s", len(blocked), strings.Join(blocked, "; ")))
+		m.status.refresh = true
+	}
 }
 
 // computeFigures snapshots the live figures (on the figure timer).

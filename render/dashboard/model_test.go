@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"math/big"
 	"os"
@@ -15,6 +16,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
@@ -733,4 +735,34 @@ func TestDashboardColour(t *testing.T) {
 	if trim(ansi.Strip(v)) != first {
 		t.Fatalf("the coloured screen differs from the plain one in more than colour:\n%s\n---\n%s", ansi.Strip(v), first)
 	}
+}
+
+// --kcl-table: the lease overlay is drawn in the tree at every listing and
+// the blocked children are named on the status line; a failing read is a
+// warning, not an exit.
+func TestDashboardLeaseOverlay(t *testing.T) {
+	f := newFake(t)
+	o := testOptions(f, "orders")
+	calls := 0
+	fail := false
+	o.Leases = func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
+		calls++
+		if fail {
+			return nil, errors.New("lease table gone")
+		}
+		return map[string]*render.LeaseMark{
+			"shardId-000000000004": {Lease: true, Owner: "w-dead", Checkpoint: "TRIM_HORIZON", Blocking: []string{"shardId-000000000005"}},
+			"shardId-000000000005": {Lease: true, Checkpoint: "TRIM_HORIZON", Blocked: true, BlockedBy: []string{"shardId-000000000004"}, Reason: "waits for parent 4 is at TRIM_HORIZON, owner w-dead"},
+		}, nil
+	}
+	d := newDriver(t, o, 160, 40)
+	d.loaded()
+	d.until("the lease overlay", func() bool { return calls > 0 && strings.Contains(d.screen(), "BLOCKED") })
+	d.mustContain("⛔ BLOCKED by 4", "⚠ BLOCKS 5")
+	if s := d.statusText(); !strings.Contains(s, "lease table: 1 blocked: 5 waits for parent 4 is at TRIM_HORIZON, owner w-dead") {
+		t.Fatalf("status = %q", s)
+	}
+	fail = true
+	d.keys("r")
+	d.until("the warning", func() bool { return strings.Contains(d.statusText(), "lease table: lease table gone") })
 }

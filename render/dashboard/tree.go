@@ -14,8 +14,9 @@ import (
 type treePane struct {
 	th    render.Theme
 	keys  keyMap
-	g     *lineage.Graph
-	lines []render.TreeLine // lines[0] is the header
+	g      *lineage.Graph
+	leases map[string]*render.LeaseMark // a KCL lease table's overlay, or nil
+	lines  []render.TreeLine            // lines[0] is the header
 	rows  []int             // indexes of the TreeShard lines
 	// cursor indexes rows; offset is the first body line shown (lines[1:]).
 	cursor, offset int
@@ -38,6 +39,12 @@ func (t *treePane) setGraph(g *lineage.Graph, sel string) {
 	t.selectID(sel)
 }
 
+// setLeases shows a lease table's overlay (nil: none).
+func (t *treePane) setLeases(l map[string]*render.LeaseMark) {
+	t.leases = l
+	t.layout()
+}
+
 func (t *treePane) layout() {
 	if t.g == nil {
 		t.lines, t.rows = nil, nil
@@ -45,7 +52,7 @@ func (t *treePane) layout() {
 	}
 	sel := t.selected()
 	// Two cells go to the selection mark.
-	t.lines = render.TreeLines(t.g, render.TreeOptions{Theme: t.th, ShortIDs: true, Width: max(t.w-2, 10)})
+	t.lines = render.TreeLines(t.g, render.TreeOptions{Theme: t.th, ShortIDs: true, Width: max(t.w-2, 10), Leases: t.leases})
 	t.rows = t.rows[:0]
 	for i, l := range t.lines {
 		if l.Kind == render.TreeShard {

@@ -12,12 +12,12 @@ import (
 // treePane shows the lineage with render.TreeLines (the renderer of
 // `tree`), scrolls it, and moves a cursor over the shard lines.
 type treePane struct {
-	th    render.Theme
-	keys  keyMap
+	th     render.Theme
+	keys   keyMap
 	g      *lineage.Graph
 	leases map[string]*render.LeaseMark // a KCL lease table's overlay, or nil
 	lines  []render.TreeLine            // lines[0] is the header
-	rows  []int             // indexes of the TreeShard lines
+	rows   []int                        // indexes of the TreeShard lines
 	// cursor indexes rows; offset is the first body line shown (lines[1:]).
 	cursor, offset int
 	w, h           int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -93,6 +94,9 @@ func TestTreeKCLTable(t *testing.T) {
 	}
 
 	res := runCLIWithDynamo(t, d, "tree", stream, "--kcl-table", table)
+	if os.Getenv("ZZ_SHOW") != "" {
+		t.Logf("\n%s%s", res.stdout, res.stderr)
+	}
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
@@ -106,7 +110,7 @@ func TestTreeKCLTable(t *testing.T) {
 			t.Errorf("tree lacks %q:\n%s", want, res.stdout)
 		}
 	}
-	if !strings.Contains(res.stderr, "blocked: shard 4 waits for parent 1 is at sequence …00000000, owner worker-dead") ||
+	if !strings.Contains(res.stderr, "blocked: shard 4 waits for parent 1 (at sequence …00000000, owner worker-dead, not SHARD_END)") ||
 		!strings.Contains(res.stderr, "note: 1 lease(s) of other streams") {
 		t.Errorf("stderr = %q", res.stderr)
 	}

@@ -86,9 +86,9 @@ func Diagnose(g *lineage.Graph, all []Lease, stream StreamID) *Diagnosis {
 			sl.Blocked, sl.BlockedBy = true, blockers
 			var why []string
 			for _, p := range blockers {
-				why = append(why, fmt.Sprintf("parent %s is at %s", lineage.ShortID(p), describeLease(byShard[p])))
+				why = append(why, fmt.Sprintf("parent %s (at %s, not SHARD_END)", lineage.ShortID(p), describeLease(byShard[p])))
 			}
-			sl.Reason = "waits for " + strings.Join(why, "; ")
+			sl.Reason = "waits for " + strings.Join(why, " and ")
 		case sl.Lease == nil && s.State != lineage.StateTrimmed:
 			sl.NoLease = true
 			sl.Reason = "no lease yet: the KCL creates it at its next shard sync (every 60 s) or when a parent reaches SHARD_END"

@@ -172,7 +172,7 @@ func TestDiagnoseStuckConsumer(t *testing.T) {
 	}
 	d := Diagnose(g, leases, StreamID{Name: "orders"})
 	c := d.Shards["shardId-000000000004"]
-	if !c.Blocked || !slices.Equal(c.BlockedBy, []string{"shardId-000000000003"}) || !strings.Contains(c.Reason, "parent 3 is at sequence …00000099, owner worker-dead") {
+	if !c.Blocked || !slices.Equal(c.BlockedBy, []string{"shardId-000000000003"}) || !strings.Contains(c.Reason, "waits for parent 3 (at sequence …00000099, owner worker-dead, not SHARD_END)") {
 		t.Fatalf("child 4 = %+v", c)
 	}
 	p := d.Shards["shardId-000000000003"]

@@ -752,14 +752,14 @@ func TestDashboardLeaseOverlay(t *testing.T) {
 		}
 		return map[string]*render.LeaseMark{
 			"shardId-000000000004": {Lease: true, Owner: "w-dead", Checkpoint: "TRIM_HORIZON", Blocking: []string{"shardId-000000000005"}},
-			"shardId-000000000005": {Lease: true, Checkpoint: "TRIM_HORIZON", Blocked: true, BlockedBy: []string{"shardId-000000000004"}, Reason: "waits for parent 4 is at TRIM_HORIZON, owner w-dead"},
+			"shardId-000000000005": {Lease: true, Checkpoint: "TRIM_HORIZON", Blocked: true, BlockedBy: []string{"shardId-000000000004"}, Reason: "waits for parent 4 (at TRIM_HORIZON, owner w-dead, not SHARD_END)"},
 		}, nil
 	}
 	d := newDriver(t, o, 160, 40)
 	d.loaded()
 	d.until("the lease overlay", func() bool { return calls > 0 && strings.Contains(d.screen(), "BLOCKED") })
 	d.mustContain("⛔ BLOCKED by 4", "⚠ BLOCKS 5")
-	if s := d.statusText(); !strings.Contains(s, "lease table: 1 blocked: 5 waits for parent 4 is at TRIM_HORIZON, owner w-dead") {
+	if s := d.statusText(); !strings.Contains(s, "lease table: 1 blocked: 5 waits for parent 4 (at TRIM_HORIZON, owner w-dead, not SHARD_END)") {
 		t.Fatalf("status = %q", s)
 	}
 	fail = true

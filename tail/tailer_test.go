@@ -551,3 +551,45 @@ func TestBigSequenceCompare(t *testing.T) {
 		}
 	}
 }
+
+// UpdateShardCount histories: the service's own intermediate shards (2→3
+// as AWS does it: two splits, then a merge of the middle pieces, which
+// live briefly), and the fake's direct even re-layouts (4→2→3) where a new
+// shard names the old shards holding its first and last keys.
+func TestUpdateShardCountHistories(t *testing.T) {
+	t.Run("intermediate shards", func(t *testing.T) {
+		w := newWorld(t, 2)
+		w.put(24, 48)
+		third := new(big.Int).Div(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(3))
+		_, b := w.fake.Split("s", "shardId-000000000000", third)
+		w.put(24, 6) // a few records on the short-lived pieces
+		c, _ := w.fake.Split("s", "shardId-000000000001", new(big.Int).Mul(third, big.NewInt(2)))
+		w.put(24, 6)
+		w.fake.Merge("s", b, c)
+		w.put(24, 48)
+		if n := len(w.fake.OpenShards("s")); n != 3 {
+			t.Fatalf("%d open shards, want 3", n)
+		}
+		out := &sink{}
+		runTail(t, w.fake, NewMemoryStore(nil), fastOptions(), out)
+		w.checkDelivered(out.records(), true)
+		checkParentsFirst(t, w.fake, "s", out.records())
+	})
+	t.Run("even re-layouts", func(t *testing.T) {
+		w := newWorld(t, 4)
+		w.put(30, 60)
+		ctx := context.Background()
+		if _, err := w.fake.UpdateShardCount(ctx, &kinesis.UpdateShardCountInput{StreamName: aws.String("s"), TargetShardCount: aws.Int32(2), ScalingType: types.ScalingTypeUniformScaling}); err != nil {
+			t.Fatal(err)
+		}
+		w.put(30, 60)
+		if _, err := w.fake.UpdateShardCount(ctx, &kinesis.UpdateShardCountInput{StreamName: aws.String("s"), TargetShardCount: aws.Int32(3), ScalingType: types.ScalingTypeUniformScaling}); err != nil {
+			t.Fatal(err)
+		}
+		w.put(30, 60)
+		out := &sink{}
+		runTail(t, w.fake, NewMemoryStore(nil), fastOptions(), out)
+		w.checkDelivered(out.records(), true)
+		checkParentsFirst(t, w.fake, "s", out.records())
+	})
+}

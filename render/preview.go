@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
@@ -172,11 +171,11 @@ func slotTable(w io.Writer, slots []reshard.Slot, traffic bool, o PreviewOptions
 		} else {
 			row = append(row, th.Dim.Render(rangeText(s.Range, false)))
 		}
-		row = append(row, shareText(s.Range.Fraction()))
+		row = append(row, FormatShare(s.Range.Fraction()))
 		if traffic {
 			t := "-"
 			if s.Traffic != nil {
-				t = shareText(*s.Traffic)
+				t = FormatShare(*s.Traffic)
 			}
 			row = append(row, t)
 		}
@@ -203,25 +202,6 @@ func ShortKey(k lineage.HashKey) string {
 		return s
 	}
 	return s[:6] + "…" + s[len(s)-4:]
-}
-
-// shareText prints a share (0..1) as a percentage with four significant
-// digits and no trailing zeros (100%, 50%, 33.33%, 0.01221%); a share
-// below 100% never prints as 100%, nor one above 0% as 0%.
-func shareText(f float64) string {
-	switch {
-	case f >= 1:
-		return "100%"
-	case f <= 0 || math.IsNaN(f):
-		return "0%"
-	}
-	p := f * 100
-	for prec := 4; ; prec++ {
-		s := strconv.FormatFloat(p, 'g', prec, 64)
-		if s != "100" || prec == 17 {
-			return s + "%"
-		}
-	}
 }
 
 func sampleLine(s *reshard.Sample) string {

@@ -177,8 +177,8 @@ func TestLayoutMarksNewShards(t *testing.T) {
 
 func TestShareAndKeyText(t *testing.T) {
 	for f, want := range map[float64]string{1: "100%", 0.5: "50%", 1.0 / 3: "33.33%", 0.999999: "99.9999%", 0: "0%", 1e-7: "1e-05%", 0.25: "25%"} {
-		if got := shareText(f); got != want {
-			t.Errorf("shareText(%v) = %s, want %s", f, got, want)
+		if got := FormatShare(f); got != want {
+			t.Errorf("FormatShare(%v) = %s, want %s", f, got, want)
 		}
 	}
 	for k, want := range map[string]string{"0": "0", "123456789012": "123456789012", "1234567890123": "123456…0123", "340282366920938463463374607431768211455": "340282…1455"} {

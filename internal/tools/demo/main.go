@@ -53,7 +53,7 @@ func run(bin string, keep bool) error {
 
 	d := &demo{bin: bin, env: env}
 	d.step("", "create", "demo", "--shards", "2")
-	d.step(orders(2000), "put", "demo", "--key-field", "user")
+	d.step(orders(1000), "put", "demo", "--key-field", "user")
 	d.step("", "streams")
 	d.step("", "tree", "demo")
 	d.step("", "split", "demo", "0", "--yes")
@@ -62,7 +62,7 @@ func run(bin string, keep bool) error {
 	d.step(orders(500), "put", "demo", "--key-field", "user")
 	d.step("", "tree", "demo")
 	d.step("", "tree", "demo", "--key", "user-7")
-	d.step("", "tail", "demo", "--key", "user-7", "--idle-exit", "2s", "--format", "text", "--no-checkpoint")
+	d.step("", "tail", "demo", "--key", "user-7", "--idle-exit", "2s", "--format", "text", "--no-checkpoint", "--max-records", "12")
 	d.step("", "tail", "demo", "--idle-exit", "2s", "--max-records", "5")
 	d.step("", "scale", "demo", "--to", "4", "--dry-run")
 	if _, err := exec.LookPath("dot"); err == nil {

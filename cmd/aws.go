@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -49,17 +50,8 @@ type clientConfig struct {
 // and shared-config service endpoints. The HTTP client is a BuildableClient
 // so that AWS_CA_BUNDLE (which needs WithTransportOptions) keeps working.
 func loadAWSConfig(ctx context.Context, cc clientConfig) (aws.Config, error) {
-	httpClient := awshttp.NewBuildableClient().
-		WithDialerOptions(func(d *net.Dialer) { d.Timeout = dialTimeout }).
-		WithTransportOptions(func(t *http.Transport) {
-			t.TLSHandshakeTimeout = tlsHandshakeTimeout
-			t.ResponseHeaderTimeout = responseHeaderTimeout
-			// tail keeps one connection per busy shard.
-			t.MaxIdleConns = 1024
-			t.MaxIdleConnsPerHost = 1024
-		})
 	opts := []func(*config.LoadOptions) error{
-		config.WithHTTPClient(httpClient),
+		config.WithHTTPClient(newHTTPClient()),
 		config.WithRetryer(newRetryer),
 	}
 	if cc.Profile != "" {
@@ -75,7 +67,34 @@ func loadAWSConfig(ctx context.Context, cc clientConfig) (aws.Config, error) {
 	if cfg.Region == "" {
 		return aws.Config{}, errNoRegion
 	}
+	if !regionRE.MatchString(cfg.Region) {
+		// The SDK would send nothing either, but say so in its own words
+		// ("failed to bind endpoint params").
+		if cc.Region != "" {
+			return aws.Config{}, usageErrorf("--region %q is not an AWS region name such as us-east-1", cc.Region)
+		}
+		return aws.Config{}, fmt.Errorf("the configured AWS region %q (AWS_REGION or the profile's region) is not a region name such as us-east-1", cfg.Region)
+	}
 	return cfg, nil
+}
+
+// regionRE is the shape of a region name (us-east-1, us-gov-west-1,
+// cn-north-1, and test regions such as local).
+var regionRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// newHTTPClient is the HTTP client of every Kinesis client: a
+// BuildableClient (so that AWS_CA_BUNDLE, which needs
+// WithTransportOptions, keeps working) with the timeouts above.
+func newHTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout = dialTimeout }).
+		WithTransportOptions(func(t *http.Transport) {
+			t.TLSHandshakeTimeout = tlsHandshakeTimeout
+			t.ResponseHeaderTimeout = responseHeaderTimeout
+			// tail keeps one connection per busy shard.
+			t.MaxIdleConns = 1024
+			t.MaxIdleConnsPerHost = 1024
+		})
 }
 
 var errNoRegion = errors.New("no AWS region is set: pass --region, set AWS_REGION, or set region in your AWS profile")
@@ -120,7 +139,7 @@ func newRetryer() aws.Retryer {
 // newKinesisClient builds the client from resolved configuration.
 func newKinesisClient(cfg aws.Config, cc clientConfig) *kinesis.Client {
 	return kinesis.NewFromConfig(cfg, func(o *kinesis.Options) {
-		o.APIOptions = append(o.APIOptions, withOperationTimeout(operationTimeout))
+		o.APIOptions = append(o.APIOptions, withOperationTimeout(operationTimeout), withRedactedErrors)
 		if cc.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(cc.EndpointURL)
 		}
@@ -135,7 +154,7 @@ func newKinesisClient(cfg aws.Config, cc clientConfig) *kinesis.Client {
 // AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL and shared config.
 func newDynamoClient(cfg aws.Config, cc clientConfig) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, withOperationTimeout(operationTimeout))
+		o.APIOptions = append(o.APIOptions, withOperationTimeout(operationTimeout), withRedactedErrors)
 		if cc.Debug != nil {
 			o.APIOptions = append(o.APIOptions, cc.Debug.Middleware())
 		}
@@ -186,3 +205,28 @@ func withOperationTimeout(d time.Duration) func(*middleware.Stack) error {
 			}), middleware.Before)
 	}
 }
+
+// withRedactedErrors wraps an error whose text holds something that looks
+// like a credential (a service or proxy quoting the request's Authorization
+// header or session token) so that its text is redacted wherever it is
+// printed, --debug included; errors.As still finds the SDK's error inside.
+// It sits in the Deserialize step, inside the retry loop, so the errors of
+// earlier attempts that --debug lists are covered too.
+func withRedactedErrors(stack *middleware.Stack) error {
+	return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("kinesis-shards-redact-errors",
+		func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleDeserialize(ctx, in)
+			if err != nil {
+				if s := err.Error(); redactSecrets(s) != s {
+					err = &redactedError{err: err}
+				}
+			}
+			return out, md, err
+		}), middleware.Before)
+}
+
+// redactedError is an error whose text is redacted.
+type redactedError struct{ err error }
+
+func (e *redactedError) Error() string { return redactSecrets(e.err.Error()) }
+func (e *redactedError) Unwrap() error { return e.err }

@@ -2,11 +2,13 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
@@ -120,6 +122,11 @@ func ensureStream(ctx context.Context, f *Factory, api kstream.CreateAPI, ref ks
 		}
 	}
 	res, err := kstream.Ensure(ctx, api, ref, spec, wo)
+	lost := false
+	if err != nil && lostCreate(err) {
+		// CreateStream got no answer: it may have taken effect. Look.
+		res, lost, err = recheckCreate(ctx, api, ref, wo, err)
+	}
 	if p != nil {
 		final := ""
 		if err == nil && res.Summary != nil {
@@ -131,6 +138,8 @@ func ensureStream(ctx context.Context, f *Factory, api kstream.CreateAPI, ref ks
 		return res, nil, err
 	}
 	switch {
+	case lost:
+		fmt.Fprintf(f.IO.ErrOut, "created stream %s (the answer to CreateStream was lost; the stream is there now)\n", ref)
 	case res.Outcome == kstream.Created && res.Summary == nil:
 		fmt.Fprintf(f.IO.ErrOut, "creating stream %s (not waiting)\n", ref)
 	case res.Outcome == kstream.Created:
@@ -141,6 +150,43 @@ func ensureStream(ctx context.Context, f *Factory, api kstream.CreateAPI, ref ks
 		fmt.Fprintf(f.IO.ErrOut, "stream %s already existed (%s)\n", ref, res.StatusSeen)
 	}
 	return res, res.Summary, nil
+}
+
+// lostCreate reports whether err is a CreateStream call that got no answer
+// (a dropped connection, a timeout, a 5xx), which may have created the
+// stream.
+func lostCreate(err error) bool {
+	var oe *smithy.OperationError
+	return errors.As(err, &oe) && oe.Operation() == "CreateStream" && outcomeUnknown(err)
+}
+
+// recheckCreate looks for the stream after a CreateStream without an
+// answer: there, it is waited for like one this call created; not there,
+// the error stands; unknown, the error says the stream may exist.
+func recheckCreate(ctx context.Context, api kstream.CreateAPI, ref kstream.Ref, wo kstream.WaitOptions, cause error) (*kstream.EnsureResult, bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	s, err := kstream.Describe(cctx, api, ref)
+	cancel()
+	var nf *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &nf):
+		return nil, false, cause
+	case err != nil:
+		return nil, false, &outcomeUnknownError{err: cause, note: fmt.Sprintf("stream %s may have been created: run the command again to find out", ref)}
+	}
+	res := &kstream.EnsureResult{Outcome: kstream.Created, StatusSeen: s.Status}
+	if s.Status == types.StreamStatusActive {
+		res.Summary = s
+		return res, true, nil
+	}
+	if wo.Timeout < 0 {
+		return res, true, nil
+	}
+	if s, err = kstream.WaitActive(ctx, api, ref, wo); err != nil {
+		return nil, false, err
+	}
+	res.Summary = s
+	return res, true, nil
 }
 
 // exactArgs is cobra.ExactArgs with a message that names the arguments.

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
+	"os"
+	"regexp"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 )
@@ -54,10 +58,28 @@ func describeError(ctx context.Context, err error, ec errContext) (string, int) 
 	return oneLine(wordError(err, ec)), code
 }
 
+// wordError is the sentence for err, with anything that looks like a
+// credential taken out: a service (or a proxy in front of it) may quote the
+// request's headers in its message, and we quote its message.
 func wordError(err error, ec errContext) string {
+	return redactSecrets(wordErrorRaw(err, ec))
+}
+
+func wordErrorRaw(err error, ec errContext) string {
+	var lost *outcomeUnknownError
+	if errors.As(err, &lost) {
+		return wordErrorRaw(lost.err, ec) + "; " + lost.note
+	}
 	where := ""
 	if ec.region != "" {
 		where = " in region " + ec.region
+	}
+	// The service the failed call was for: Kinesis, or DynamoDB for a
+	// lease table, whose endpoint is not ec.endpoint.
+	service, endpoint := "Kinesis", ec.endpoint
+	var opErr *smithy.OperationError
+	if errors.As(err, &opErr) && opErr.Service() != "" && opErr.Service() != "Kinesis" {
+		service, endpoint = opErr.Service(), ""
 	}
 	var (
 		notFound *types.ResourceNotFoundException
@@ -69,6 +91,7 @@ func wordError(err error, ec errContext) string {
 		timeout  *kstream.TimeoutError
 		apiErr   smithy.APIError
 		urlErr   *url.Error
+		respErr  *smithyhttp.ResponseError
 	)
 	switch {
 	case errors.As(err, &notFound):
@@ -102,18 +125,87 @@ func wordError(err error, ec errContext) string {
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return fmt.Sprintf("cannot reach the Kinesis endpoint %s: timed out", host)
+			return fmt.Sprintf("cannot reach the %s endpoint %s: timed out", service, host)
 		}
-		return fmt.Sprintf("cannot reach the Kinesis endpoint %s: %s", host, rootCause(err))
+		return fmt.Sprintf("cannot reach the %s endpoint %s: %s", service, host, rootCause(err))
 	case errors.Is(err, context.DeadlineExceeded):
-		if ec.endpoint != "" {
-			return "timed out waiting for the Kinesis endpoint " + ec.endpoint
+		if endpoint != "" {
+			return fmt.Sprintf("timed out waiting for the %s endpoint %s", service, endpoint)
 		}
-		return "timed out"
+		return fmt.Sprintf("timed out waiting for the %s endpoint", service)
+	case errors.As(err, &respErr) && (!errors.As(err, &apiErr) || apiErr.ErrorCode() == "UnknownError"):
+		// An answer without an error code of the API, or one that does
+		// not decode: a web server, a proxy or a load balancer, not the
+		// service.
+		if r := respErr.Response; r != nil && r.Response != nil && r.Request != nil && r.Request.URL != nil {
+			endpoint = r.Request.URL.Scheme + "://" + r.Request.URL.Host
+		}
+		if endpoint == "" {
+			endpoint = "the " + service + " endpoint"
+		}
+		status := respErr.HTTPStatusCode()
+		check := "--endpoint-url, AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL"
+		if service != "Kinesis" {
+			check = "AWS_ENDPOINT_URL_" + strings.ToUpper(service) + " and AWS_ENDPOINT_URL"
+		}
+		return fmt.Sprintf("%s answered HTTP %d %s, which is not an answer of the %s API: check %s",
+			endpoint, status, http.StatusText(status), service, check)
 	case errors.As(err, &apiErr):
 		return apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
 	}
 	return err.Error()
+}
+
+// outcomeUnknownError is a call that changes the stream and got no answer
+// (a dropped connection, a timeout, a 5xx): it may have taken effect, and
+// note says what that means for the user.
+type outcomeUnknownError struct {
+	err  error
+	note string
+}
+
+func (e *outcomeUnknownError) Error() string { return e.err.Error() + "; " + e.note }
+func (e *outcomeUnknownError) Unwrap() error { return e.err }
+
+// outcomeUnknown reports whether a failed call may have taken effect: it
+// got no answer, or a 5xx. A 4xx answer is a refusal.
+func outcomeUnknown(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) && re.HTTPStatusCode() > 0 {
+		return re.HTTPStatusCode() >= 500
+	}
+	var apiErr smithy.APIError
+	return !errors.As(err, &apiErr) || apiErr.ErrorFault() == smithy.FaultServer
+}
+
+// secretPatterns match what would let someone act as the user, or identify
+// the key: the parts of a SigV4 Authorization header or query string, a
+// session token header, and AWS access key ids.
+var secretPatterns = []struct {
+	re   *regexp.Regexp
+	repl string
+}{
+	{regexp.MustCompile(`(?i)((?:X-Amz-)?Credential=)[^\s,;&'"]+`), "${1}[redacted]"},
+	{regexp.MustCompile(`(?i)((?:X-Amz-)?Signature=)[^\s,;&'"]+`), "${1}[redacted]"},
+	{regexp.MustCompile(`(?i)(X-Amz-Security-Token\s*[=:]\s*)[^\s,;&'"]+`), "${1}[redacted]"},
+	{regexp.MustCompile(`\b(?:AKIA|ASIA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b`), "[redacted access key id]"},
+}
+
+// redactSecrets takes credentials out of a message: by pattern, and the
+// secret key and session token of the environment by value.
+func redactSecrets(s string) string {
+	for _, p := range secretPatterns {
+		s = p.re.ReplaceAllString(s, p.repl)
+	}
+	for _, name := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"} {
+		if v := os.Getenv(name); len(v) >= 8 {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
 }
 
 // The SDK wraps credential failures in plain fmt errors; these phrases are

@@ -16,8 +16,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
@@ -117,6 +119,10 @@ type putStats struct {
 	Skipped int            `json:"skippedEmptyLines"`
 	Seconds float64        `json:"seconds"`
 	Shards  map[string]int `json:"shards"`
+
+	// maybeTwice counts records whose call was sent again by the SDK after
+	// an attempt that got no answer: they may be stored twice.
+	maybeTwice int
 }
 
 type putEntry struct {
@@ -349,9 +355,19 @@ func (p *putter) send(ctx context.Context, batch []putEntry) error {
 		switch {
 		case err != nil && isThrottle(err):
 			failed, lastCode, lastMsg = pending, "throttled", err.Error()
+		case err != nil && outcomeUnknown(err):
+			// No answer (or a 5xx): the service may have written the
+			// batch, once or, through the SDK's retries, more than once.
+			return &outcomeUnknownError{err: err, note: fmt.Sprintf("the %s of that PutRecords call (%s) may have been written, possibly more than once: its answer was lost, so the summary does not count them",
+				recordCount(len(pending)), lineSpan(pending))}
 		case err != nil:
 			return err
 		default:
+			if n := lostAttempts(out.ResultMetadata); n > 0 {
+				// An attempt that got no answer may have been written before
+				// the SDK sent the call again.
+				p.stats.maybeTwice += len(pending)
+			}
 			if len(out.Records) != len(pending) {
 				return fmt.Errorf("PutRecords answered %d entries for %d records", len(out.Records), len(pending))
 			}
@@ -384,6 +400,44 @@ func (p *putter) send(ctx context.Context, batch []putEntry) error {
 	}
 }
 
+// lostAttempts counts the attempts of a call that got no answer (a dropped
+// connection, a timeout) before the SDK sent it again.
+func lostAttempts(md middleware.Metadata) int {
+	ar, ok := retry.GetAttemptResults(md)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, r := range ar.Results {
+		if r.Err != nil && outcomeUnknown(r.Err) {
+			var re interface{ HTTPStatusCode() int }
+			if !errors.As(r.Err, &re) || re.HTTPStatusCode() == 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func recordCount(n int) string {
+	if n == 1 {
+		return "1 record"
+	}
+	return fmt.Sprintf("%d records", n)
+}
+
+// lineSpan names the input lines of a batch: "line 7" or "lines 3 to 9".
+func lineSpan(b []putEntry) string {
+	lo, hi := b[0].line, b[0].line
+	for _, e := range b {
+		lo, hi = min(lo, e.line), max(hi, e.line)
+	}
+	if lo == hi {
+		return fmt.Sprintf("line %d", lo)
+	}
+	return fmt.Sprintf("lines %d to %d", lo, hi)
+}
+
 func isThrottle(err error) bool {
 	var pte *types.ProvisionedThroughputExceededException
 	var lee *types.LimitExceededException
@@ -412,6 +466,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 func (p *putter) report() {
 	s := p.stats
+	if s.maybeTwice > 0 {
+		fmt.Fprintf(p.f.IO.ErrOut, "warning: %s may be stored twice: the answer to a PutRecords call was lost and the SDK sent the call again\n", recordCount(s.maybeTwice))
+	}
 	if p.opts.Output == "json" {
 		render.JSON(p.f.IO.Out, s)
 		return

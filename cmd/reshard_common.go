@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,13 +155,25 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 	}
 
 	res, runErr := executeReshardPlan(ctx, f, api, ref, plan, opts)
-	if se := (*reshard.StepError)(nil); runErr != nil && !errors.As(runErr, &se) {
+	se := (*reshard.StepError)(nil)
+	if runErr != nil && !errors.As(runErr, &se) {
 		return runErr // refused or failed before anything was sent
 	}
-	outcome := &reshardOutcome{Completed: runErr == nil, StepsDone: res.Done, Layout: res.Layout}
+	var lost *lostStep
+	if se != nil && !se.Sent && ctx.Err() == nil {
+		lost = checkLostStep(ctx, f, api, ref, plan, res, se, opts)
+	}
 	var failure error
-	if runErr != nil {
-		failure = describeStepFailure(ctx, f, runErr, res, len(plan.Steps))
+	switch {
+	case lost != nil && lost.step == len(plan.Steps):
+		// The last step took effect: the plan is done.
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", lost.note)
+		runErr = nil
+	case runErr != nil:
+		failure = describeStepFailure(ctx, f, runErr, res, len(plan.Steps), lost)
+	}
+	outcome := &reshardOutcome{Completed: runErr == nil, StepsDone: res.Done, Layout: res.Layout}
+	if failure != nil {
 		outcome.Error = failure.Error()
 	}
 	if jsonOut {
@@ -239,15 +252,15 @@ func executeReshardPlan(ctx context.Context, f *Factory, api reshard.API, ref ks
 // describeStepFailure says which step failed and why (in the words of
 // describeError), what was done and where to look; it keeps "interrupted"
 // for Ctrl-C.
-func describeStepFailure(ctx context.Context, f *Factory, err error, res *reshard.Result, total int) error {
+func describeStepFailure(ctx context.Context, f *Factory, err error, res *reshard.Result, total int, lost *lostStep) error {
 	var se *reshard.StepError
 	if !errors.As(err, &se) {
 		return err
 	}
-	done := fmt.Sprintf("%d of %d steps were done", len(res.Done), total)
-	if len(res.Done) == 1 {
-		done = fmt.Sprintf("1 of %d steps was done", total)
+	if lost != nil {
+		return fmt.Errorf("%s; %s, the layout as it is now is shown", lost.note, doneCount(len(res.Done), total))
 	}
+	done := doneCount(len(res.Done), total)
 	where := "the layout as it is now is shown"
 	if se.ListErr != nil {
 		where = "the shards could not be listed afterwards (" + oneLine(wordError(se.ListErr, f.errCtx)) + "); see `kinesis-shards tree " + f.errCtx.stream + "`"
@@ -258,6 +271,105 @@ func describeStepFailure(ctx context.Context, f *Factory, err error, res *reshar
 		return err // "interrupted", exit 130
 	}
 	return errors.New(msg)
+}
+
+func doneCount(done, total int) string {
+	if done == 1 {
+		return fmt.Sprintf("1 of %d steps was done", total)
+	}
+	return fmt.Sprintf("%d of %d steps were done", done, total)
+}
+
+// lostStep is a step the executor saw fail before it was sent which the
+// listing shows done: the call reached the service and only its answer was
+// lost (a dropped connection, a timeout); the SDK's retry of it was then
+// refused (the stream is UPDATING, the shard is closed) or failed too. The
+// executor cannot tell; the listing can.
+type lostStep struct {
+	step int
+	note string
+}
+
+// checkLostStep waits for the stream to be ACTIVE, lists it and compares
+// the open shards with the planned layout after the failed step. When they
+// match, it records the step as done in res (with the new layout) and says
+// so; otherwise res is left alone.
+func checkLostStep(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, plan *reshard.Plan, res *reshard.Result, se *reshard.StepError, opts *ReshardOptions) *lostStep {
+	i := se.Step - 1
+	if i < 0 || i >= len(plan.Steps) || len(res.Done) != i {
+		return nil
+	}
+	before, err1 := plan.LayoutAfter(i - 1)
+	want, err2 := plan.LayoutAfter(i)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, min(opts.Wait, time.Minute))
+	defer cancel()
+	if _, err := kstream.WaitActive(lctx, api, ref, kstream.WaitOptions{Timeout: min(opts.Wait, time.Minute), MinDelay: opts.PollMin, MaxDelay: opts.PollMax}); err != nil {
+		return nil
+	}
+	g, err := lineage.Load(lctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
+	if err != nil {
+		return nil
+	}
+	now := reshard.LayoutOf(g)
+	st := plan.Steps[i]
+	if !sameRanges(now, want) && !(st.Call == reshard.UpdateShardCount && len(now) == st.Args.TargetShardCount && !sameRanges(now, before) &&
+		lineage.CheckCoverage(slotRanges(now)) == nil) {
+		return nil
+	}
+	d := reshard.DoneStep{Step: se.Step, Call: st.Call, Args: st.Args}
+	d.Closed, d.Opened = diffSlots(before, now, g)
+	res.Done = append(res.Done, d)
+	res.Graph, res.Layout = g, now
+	return &lostStep{step: se.Step, note: fmt.Sprintf("step %d of %d (%s) took effect, although the tool got no answer to it (its last attempt: %s): the listing shows the new shards",
+		se.Step, se.Total, se.Desc, oneLine(wordError(se.Err, f.errCtx)))}
+}
+
+func slotRanges(l []reshard.Slot) []lineage.HashRange {
+	out := make([]lineage.HashRange, len(l))
+	for i, s := range l {
+		out[i] = s.Range
+	}
+	return out
+}
+
+func sameRanges(a, b []reshard.Slot) bool {
+	return slices.Equal(slotRanges(a), slotRanges(b))
+}
+
+// diffSlots names the shards a step closed and opened: the ranges of before
+// no longer open (a shard the plan made has no id there: the graph's
+// closed shard of that range names it), and the open ranges that are new.
+func diffSlots(before, now []reshard.Slot, g *lineage.Graph) (closed, opened []string) {
+	open := map[lineage.HashRange]bool{}
+	for _, s := range now {
+		open[s.Range] = true
+	}
+	was := map[lineage.HashRange]bool{}
+	closed, opened = []string{}, []string{}
+	for _, s := range before {
+		was[s.Range] = true
+		if open[s.Range] {
+			continue
+		}
+		id := s.ID
+		for _, sh := range g.Shards() {
+			if id == "" && !sh.IsOpen() && !sh.IsTrimmed() && sh.Range == s.Range {
+				id = sh.ID
+			}
+		}
+		if id != "" {
+			closed = append(closed, id)
+		}
+	}
+	for _, s := range now {
+		if !was[s.Range] {
+			opened = append(opened, s.ID)
+		}
+	}
+	return closed, opened
 }
 
 func reshardCount(n int, what string) string {

@@ -100,6 +100,9 @@ keys, and the tool says so instead.`,
 				}
 				opts.Key = &key
 			}
+			if c.Flags().Changed("kcl-table") && !leaseTableRE.MatchString(opts.KCLTable) {
+				return usageErrorf("--kcl-table %q is not a DynamoDB table name (3 to 255 characters of a-z, A-Z, 0-9, _ . -)", opts.KCLTable)
+			}
 			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
 			if err != nil {
 				return err

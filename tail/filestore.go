@@ -123,17 +123,17 @@ func OpenFile(path string, id StreamIdentity, warn func(string)) (*FileStore, er
 	}
 	s := &FileStore{path: path, id: id, lock: lock, now: time.Now}
 	if exists {
+		loaded, err := readCheckpoint(path, id)
+		if err != nil {
+			s.Close()
+			return nil, err // refused: left exactly as it was, mode included
+		}
 		if st.Mode().Perm()&0o077 != 0 {
 			if err := os.Chmod(path, 0o600); err != nil {
 				s.Close()
 				return nil, fmt.Errorf("checkpoint file %s is readable by others and cannot be made private: %w", path, unwrapPathError(err))
 			}
 			warn(fmt.Sprintf("checkpoint file %s was readable by others (mode %04o); changed to 0600", path, st.Mode().Perm()))
-		}
-		loaded, err := readCheckpoint(path, id)
-		if err != nil {
-			s.Close()
-			return nil, err
 		}
 		s.loaded = loaded
 	}

@@ -264,3 +264,18 @@ func TestReadCheckpointDoesNotLock(t *testing.T) {
 		t.Fatalf("ReadCheckpoint = %+v, %v, %v", id, got, err)
 	}
 }
+
+// A refused file keeps its mode too: the tightening happens only to a file
+// that is opened.
+func TestFileStoreRefusedFileKeepsItsMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cp.json")
+	os.WriteFile(path, []byte("{not json"), 0o644)
+	warned := false
+	if _, err := OpenFile(path, testID, func(string) { warned = true }); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("err = %v", err)
+	}
+	st, _ := os.Stat(path)
+	if st.Mode().Perm() != 0o644 || warned {
+		t.Fatalf("mode %04o, warned %v: a refused file must be left untouched", st.Mode().Perm(), warned)
+	}
+}

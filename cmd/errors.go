@@ -107,6 +107,9 @@ func wordErrorRaw(err error, ec errContext) string {
 		}
 		return fmt.Sprintf("%s is busy (being created, updated or deleted); try again when it is ACTIVE: %s", s, inUse.ErrorMessage())
 	case errors.As(err, &limit):
+		if opErr != nil && readOnlyOps[opErr.Operation()] {
+			return "limit exceeded (still after waiting and asking again): " + limit.ErrorMessage()
+		}
 		return "limit exceeded (not retried): " + limit.ErrorMessage()
 	case errors.As(err, &denied):
 		return "access denied" + where + ": " + denied.ErrorMessage()
@@ -155,6 +158,10 @@ func wordErrorRaw(err error, ec errContext) string {
 	}
 	return err.Error()
 }
+
+// readOnlyOps wait out a LimitExceeded a few times before it is reported
+// (lineage.ListShards, kstream.Describe, the streams listing).
+var readOnlyOps = map[string]bool{"ListShards": true, "ListStreams": true, "DescribeStreamSummary": true}
 
 // outcomeUnknownError is a call that changes the stream and got no answer
 // (a dropped connection, a timeout, a 5xx): it may have taken effect, and

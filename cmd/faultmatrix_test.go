@@ -7,8 +7,10 @@ package cmd
 //   - transient: the fault fires on the command's main call once, then
 //     never again. The command must ride it through (exit 0 and the right
 //     output) unless the fault is one the tool reports at once by design
-//     (LimitExceeded on a control-plane call: README, "never retried by
-//     the SDK"); then it ends like a persistent fault.
+//     (LimitExceeded on a call that changes the stream: a daily quota must
+//     not be retried for a minute); then it ends like a persistent fault.
+//     LimitExceeded on a read-only listing (ListStreams, ListShards,
+//     DescribeStreamSummary) is a moment's crowd and is waited out.
 //   - persistent: the fault fires on every such call. The command must end
 //     with exit 1 and exactly one "error: " line on stderr, the last one,
 //     that names the problem, within a stated bound.
@@ -97,6 +99,9 @@ var fmFaults = []fmFault{
 
 // dataPlane operations answer throttling with
 // ProvisionedThroughputExceeded; the others with LimitExceeded.
+
+// fmReadOnly are the listings that wait out a transient LimitExceeded.
+var fmReadOnly = map[string]bool{"ListStreams": true, "ListShards": true, "DescribeStreamSummary": true}
 var fmDataPlane = map[string]bool{"GetRecords": true, "GetShardIterator": true, "PutRecords": true}
 
 func (f fmFault) rule(op string, persistent bool) faults.Rule {
@@ -221,10 +226,10 @@ func fmCases(t *testing.T, e *emulator.Emulator) []fmCase {
 				case f.kind == faults.Stall:
 					c.bound = fmBoundStall
 				}
-				// LimitExceeded on a control-plane call reaches the user at
-				// once (README: never retried by the SDK; a daily quota must
-				// not be retried for a minute).
-				if !persistent && f.kind == faults.Throttle && !fmDataPlane[c.op] {
+				// LimitExceeded on a call that changes the stream reaches the
+				// user at once (a daily quota must not be retried for a
+				// minute); read-only listings wait a moment's crowd out.
+				if !persistent && f.kind == faults.Throttle && !fmDataPlane[c.op] && !fmReadOnly[c.op] {
 					c.wantOK, c.why = false, "LimitExceeded is reported at once, not retried"
 				}
 				// A dropped answer to a call that changes the stream: the
@@ -675,7 +680,7 @@ func TestFaultMatrixDashboardRefresh(t *testing.T) {
 				t.Logf("seed %d, rule %+v", s, rule)
 				d := newFMDash(t, e, p.URL, stream)
 				start := time.Now()
-				wantOK := !persistent && !(f.kind == faults.Throttle)
+				wantOK := !persistent // a transient rate limit on ListShards is waited out
 				screen := d.until(fmBoundTimeout, func(v string) bool {
 					return strings.Contains(v, "cannot list stream") || strings.Contains(v, "open / 2 shards")
 				})

@@ -84,6 +84,13 @@ func listStreamRefs(ctx context.Context, api kinesis.ListStreamsAPIClient, pageS
 	in := &kinesis.ListStreamsInput{Limit: limit}
 	for page := 0; page < 100000; page++ {
 		out, err := api.ListStreams(ctx, in)
+		// 5 calls per second per account: wait out a moment's crowd.
+		for attempt := 0; err != nil && attempt < kstream.LimitRetries && isLimitExceeded(err); attempt++ {
+			if serr := sleepCtx(ctx, kstream.LimitPause<<attempt); serr != nil {
+				return nil, err
+			}
+			out, err = api.ListStreams(ctx, in)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -238,4 +245,9 @@ func describeForList(ctx context.Context, api streamsAPI, ref kstream.Ref, tick 
 		return nil, err
 	}
 	return &info, nil
+}
+
+func isLimitExceeded(err error) bool {
+	var lee *types.LimitExceededException
+	return errors.As(err, &lee)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -79,7 +80,7 @@ func listAllPages(ctx context.Context, api ShardLister, o ListOptions) ([]types.
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("list shards of %s: %w", stream, err)
 		}
-		out, err := api.ListShards(ctx, in)
+		out, err := listPage(ctx, api, in)
 		if err != nil {
 			return nil, fmt.Errorf("list shards of %s (page %d): %w", stream, page, err)
 		}
@@ -105,6 +106,31 @@ func listAllPages(ctx context.Context, api ShardLister, o ListOptions) ([]types.
 		}
 		sent = next
 		in = &kinesis.ListShardsInput{NextToken: aws.String(next), MaxResults: pageSize()}
+	}
+}
+
+// Rate limits: ListShards allows 1,000 calls per second per stream, shared
+// by every consumer; a LimitExceededException is a moment's crowd, so the
+// page is asked again after a pause (1.5 s, as the KCL does), a few times.
+var (
+	limitRetries = 3
+	limitPause   = 1500 * time.Millisecond
+)
+
+func listPage(ctx context.Context, api ShardLister, in *kinesis.ListShardsInput) (*kinesis.ListShardsOutput, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := api.ListShards(ctx, in)
+		var lee *types.LimitExceededException
+		if err == nil || !errors.As(err, &lee) || attempt >= limitRetries {
+			return out, err
+		}
+		t := time.NewTimer(limitPause << attempt)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
 	}
 }
 

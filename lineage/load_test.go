@@ -364,3 +364,31 @@ func TestLoad(t *testing.T) {
 
 // The client this package is written for satisfies the interface.
 var _ ShardLister = (*kinesis.Client)(nil)
+
+// A rate limit on one page is waited out; a lasting one is returned.
+func TestListShardsRidesOutRateLimits(t *testing.T) {
+	defer func(n int, d time.Duration) { limitRetries, limitPause = n, d }(limitRetries, limitPause)
+	limitRetries, limitPause = 3, time.Millisecond
+	calls := 0
+	api := listerFunc(func(ctx context.Context, in *kinesis.ListShardsInput, _ ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
+		calls++
+		if calls <= 2 {
+			return nil, &types.LimitExceededException{Message: aws.String("Rate exceeded")}
+		}
+		return &kinesis.ListShardsOutput{Shards: []types.Shard{{ShardId: aws.String("shardId-000000000000")}}}, nil
+	})
+	shards, err := ListShards(context.Background(), api, ListOptions{StreamName: "s"})
+	if err != nil || len(shards) != 1 || calls != 3 {
+		t.Fatalf("shards %d, err %v, calls %d", len(shards), err, calls)
+	}
+	calls = -100
+	if _, err := ListShards(context.Background(), api, ListOptions{StreamName: "s"}); err == nil {
+		t.Fatal("a lasting rate limit was not returned")
+	}
+}
+
+type listerFunc func(ctx context.Context, in *kinesis.ListShardsInput, optFns ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
+
+func (f listerFunc) ListShards(ctx context.Context, in *kinesis.ListShardsInput, optFns ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
+	return f(ctx, in, optFns...)
+}

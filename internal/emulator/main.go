@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -35,6 +36,12 @@ var (
 // emulator is stopped after the tests; if they failed, its log is kept and
 // its path printed. An emulator that died during the tests fails the package.
 func Main(m *testing.M, o Options) int {
+	// A fuzzing worker (go test -fuzz starts several) runs fuzz targets
+	// only, which need no emulator: don't start one per worker.
+	if FuzzWorker() {
+		unavailable = "fuzzing worker"
+		return m.Run()
+	}
 	if b := os.Getenv(EnvBackend); b != "" {
 		o.Backend = Backend(b)
 	}
@@ -106,4 +113,14 @@ func Require(t testing.TB) *Emulator {
 func InCI() bool {
 	v := strings.TrimSpace(os.Getenv("CI"))
 	return v != "" && v != "0" && !strings.EqualFold(v, "false")
+}
+
+// FuzzWorker reports whether this test process is a worker of go test
+// -fuzz, which runs fuzz targets only (call it from TestMain).
+func FuzzWorker() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	f := flag.Lookup("test.fuzzworker")
+	return f != nil && f.Value.String() == "true"
 }

@@ -56,10 +56,16 @@ func (s *Summary) ModeName() string {
 
 // Describe calls DescribeStreamSummary.
 func Describe(ctx context.Context, api DescribeAPI, ref Ref) (*Summary, error) {
-	out, err := api.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{
-		StreamName: ref.NameInput(),
-		StreamARN:  ref.ARNInput(),
-	})
+	in := &kinesis.DescribeStreamSummaryInput{StreamName: ref.NameInput(), StreamARN: ref.ARNInput()}
+	out, err := api.DescribeStreamSummary(ctx, in)
+	// 20 calls per second per account, shared: a LimitExceeded is a
+	// moment's crowd, waited out a few times (the SDK retries none).
+	for attempt := 0; err != nil && attempt < LimitRetries && isLimit(err); attempt++ {
+		if serr := sleepCtx(ctx, LimitPause<<attempt); serr != nil {
+			return nil, err
+		}
+		out, err = api.DescribeStreamSummary(ctx, in)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +95,17 @@ func Describe(ctx context.Context, api DescribeAPI, ref Ref) (*Summary, error) {
 		s.Name = ref.Name
 	}
 	return s, nil
+}
+
+// LimitRetries and LimitPause: how read-only calls ride out rate limits.
+var (
+	LimitRetries = 3
+	LimitPause   = time.Second
+)
+
+func isLimit(err error) bool {
+	var lee *types.LimitExceededException
+	return errors.As(err, &lee)
 }
 
 // ErrDeleting is returned when a stream that should be used or created is

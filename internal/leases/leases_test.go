@@ -26,6 +26,9 @@ var dyn *emulator.Dynalite
 
 func TestMain(m *testing.M) {
 	var err error
+	if emulator.FuzzWorker() {
+		os.Exit(m.Run())
+	}
 	if e := emulator.Available(emulator.Kinesalite); e == nil {
 		dyn, err = emulator.StartDynalite(context.Background())
 		if err != nil {
@@ -337,4 +340,42 @@ func TestFirstWorkerFromTip(t *testing.T) {
 	if got := held(as); !slices.Equal(got, []string{"1", "4"}) || as.Starts["shardId-000000000001"] != tail.StartLatest || as.Starts["shardId-000000000004"] != tail.StartLatest {
 		t.Fatalf("held %v starts %v", got, as.Starts)
 	}
+}
+
+// FuzzParseItem: rows written by a foreign KCL application never make the
+// parser panic, and what it accepts is consistent.
+func FuzzParseItem(f *testing.F) {
+	f.Add("shardId-000000000001", "SHARD_END", "w1", "7", "shardId-000000000000", "")
+	f.Add("123456789012:orders:1796040000:shardId-000000000004", "4959", "", "x", "", "LEASE")
+	f.Add("Leader", "", "", "1", "", "LEADER")
+	f.Fuzz(func(t *testing.T, key, checkpoint, owner, counter, parent, entity string) {
+		item := map[string]types.AttributeValue{
+			"leaseKey":     &types.AttributeValueMemberS{Value: key},
+			"checkpoint":   &types.AttributeValueMemberS{Value: checkpoint},
+			"leaseCounter": &types.AttributeValueMemberN{Value: counter},
+		}
+		if owner != "" {
+			item["leaseOwner"] = &types.AttributeValueMemberS{Value: owner}
+		}
+		if parent != "" {
+			item["parentShardId"] = &types.AttributeValueMemberSS{Value: []string{parent}}
+		}
+		if entity != "" {
+			item["entityType"] = &types.AttributeValueMemberS{Value: entity}
+		}
+		l, ok, err := ParseItem(item)
+		if err != nil || !ok {
+			return
+		}
+		if entity != "" && entity != "LEASE" {
+			t.Fatalf("a %s row was taken as a lease", entity)
+		}
+		if l.Key != key || l.Checkpoint != checkpoint || l.Owner != owner {
+			t.Fatalf("lease %+v from key %q checkpoint %q owner %q", l, key, checkpoint, owner)
+		}
+		stream, shard := SplitLeaseKey(key)
+		if l.ShardID != shard || l.Stream != stream {
+			t.Fatalf("key %q split as %q/%q, lease has %q/%q", key, stream, shard, l.Stream, l.ShardID)
+		}
+	})
 }

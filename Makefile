@@ -56,8 +56,13 @@ fuzz:
 	  done; \
 	done
 
+BENCH_FLAGS ?=
+
+# docs/BENCHMARKS.md: Go benchmarks, the binary against a loopback stub and the
+# emulators, next to the AWS CLI (~13 min; BENCH_FLAGS=-quick: ~3 min).
+# Needs node (make emulator), the AWS CLI and taskset.
 bench: emulator
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) run ./internal/tools/bench $(BENCH_FLAGS)
 
 # Starts kinesis-mock, runs the tool against it, stops it.
 demo: emulator build

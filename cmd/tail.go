@@ -134,7 +134,7 @@ writes out what was read, saves the checkpoint and exits 130.`,
 	fl.StringVar(&opts.FromTimestamp, "from-timestamp", "", "start at this arrival time (RFC 3339, Unix seconds, or a duration ago: 15m)")
 	fl.StringVar(&opts.Format, "format", "", "record format: json, raw or text (default: text on a terminal, else json)")
 	fl.BoolVar(&opts.Decompress, "decompress", false, "unpack gzip payloads")
-	fl.StringVar(&opts.Key, "key", "", "read only the shards this partition key can be on")
+	fl.StringVar(&opts.Key, "key", "", "read only the shards this partition key can be on, and print only its records")
 	fl.StringVar(&opts.Shard, "shard", "", "read only this shard and its descendants (id or number)")
 	fl.Int64Var(&opts.MaxRecords, "max-records", 0, "stop after this many records (0: no limit)")
 	fl.DurationVar(&opts.IdleExit, "idle-exit", 0, "exit 0 once every reader is at its tip and nothing arrived for this long")
@@ -170,16 +170,20 @@ func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
 		return usageError(err)
 	}
 	o.format = rf
+	if c.Flags().Changed("checkpoint") && o.Checkpoint == "" {
+		return usageErrorf("--checkpoint needs a file name (or pass --no-checkpoint)")
+	}
 	if o.NoCheckpoint && o.Checkpoint != "" {
 		return usageErrorf("--checkpoint and --no-checkpoint do not go together")
 	}
-	if o.FromTip && o.FromTimestamp != "" {
+	fromTS := c.Flags().Changed("from-timestamp")
+	if o.FromTip && fromTS {
 		return usageErrorf("--from-tip and --from-timestamp do not go together")
 	}
 	switch {
 	case o.FromTip:
 		o.start = tail.StartLatest
-	case o.FromTimestamp != "":
+	case fromTS:
 		ts, err := parseTimestamp(o.FromTimestamp, f.Now())
 		if err != nil {
 			return usageErrorf("--from-timestamp: %v", err)
@@ -193,7 +197,7 @@ func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
 		h := lineage.PartitionKeyHash(o.Key)
 		o.keyHash = &h
 	}
-	if o.Shard != "" {
+	if c.Flags().Changed("shard") {
 		id, err := lineage.ParseShardID(o.Shard)
 		if err != nil {
 			return usageError(err)
@@ -203,7 +207,7 @@ func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
 	if o.keyHash != nil && o.Shard != "" {
 		return usageErrorf("--key and --shard do not go together")
 	}
-	if o.LeaseTable != "" {
+	if o.LeaseTable != "" || c.Flags().Changed("lease-table") {
 		switch {
 		case o.Checkpoint != "" || o.NoCheckpoint:
 			return usageErrorf("--lease-table keeps the checkpoints: it does not go with --checkpoint or --no-checkpoint")
@@ -286,6 +290,7 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 		RelistInterval:     o.RelistInterval,
 		CheckpointInterval: o.CheckpointInterval,
 		Key:                o.keyHash,
+		KeyName:            o.Key,
 		Shard:              o.Shard,
 		MaxRecords:         o.MaxRecords,
 		IdleExit:           o.IdleExit,
@@ -299,15 +304,15 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 	if f.Global.Debug {
 		topts.Logf = f.Debugf
 	}
+	topts.Warnf = func(format string, args ...any) {
+		fmt.Fprintf(f.IO.ErrOut, "warning: "+format+"\n", args...)
+	}
 	res, err := tail.New(api, store, topts, out.Write).Run(ctx)
 	if err != nil {
 		if isBrokenPipe(err) {
 			// `tail | head`: the reader went away; the checkpoint holds what
 			// was written.
 			return nil
-		}
-		if errors.Is(err, tail.ErrShardNotFound) {
-			return usageError(err)
 		}
 		return err
 	}

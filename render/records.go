@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -40,39 +41,68 @@ func ParseRecordFormat(s string) (RecordFormat, error) {
 
 // RecordWriter writes batches of records and flushes after each batch, so a
 // record counts as delivered only once it left the process. It encodes by
-// hand into one reused buffer: no reflection and no allocation per record
-// on the hot path.
+// hand straight into its output buffer: no reflection, no allocation and no
+// system call per record (one write per 256 KiB, and one flush per batch).
 type RecordWriter struct {
 	w      *bufio.Writer
 	format RecordFormat
 	theme  Theme
-	buf    []byte
+	buf    []byte // for a record too big for the output buffer
+	times  timeCache
 }
 
 // NewRecordWriter writes to w in the given format.
 func NewRecordWriter(w io.Writer, format RecordFormat, theme Theme) *RecordWriter {
-	return &RecordWriter{w: bufio.NewWriterSize(w, 256<<10), format: format, theme: theme, buf: make([]byte, 0, 64<<10)}
+	return &RecordWriter{w: bufio.NewWriterSize(w, 256<<10), format: format, theme: theme}
 }
 
 // Write writes a batch and flushes it.
 func (rw *RecordWriter) Write(batch []tail.Record) error {
 	for i := range batch {
-		b := rw.buf[:0]
-		switch rw.format {
-		case RecordRaw:
-			b = append(b, batch[i].Data...)
-			b = append(b, '\n')
-		case RecordText:
-			b = rw.appendText(b, &batch[i])
-		default:
-			b = AppendRecordJSON(b, &batch[i])
+		r := &batch[i]
+		if rw.format == RecordRaw {
+			// The payload goes from the record to the output buffer: one copy.
+			if _, err := rw.w.Write(r.Data); err != nil {
+				return err
+			}
+			if err := rw.w.WriteByte('\n'); err != nil {
+				return err
+			}
+			continue
+		}
+		// Encode into the output buffer's free space when the record is
+		// sure to fit (bufio.Writer.AvailableBuffer); else flush first, or
+		// for a record bigger than the buffer, encode it aside.
+		need := maxLineLen(r)
+		if rw.w.Available() < need && rw.w.Buffered() > 0 {
+			if err := rw.w.Flush(); err != nil {
+				return err
+			}
+		}
+		b := rw.w.AvailableBuffer()
+		aside := cap(b) < need
+		if aside {
+			b = rw.buf[:0]
+		}
+		if rw.format == RecordText {
+			b = rw.appendText(b, r)
+		} else {
+			b = appendRecordJSON(b, r, &rw.times)
 		}
 		if _, err := rw.w.Write(b); err != nil {
 			return err
 		}
-		rw.buf = b
+		if aside {
+			rw.buf = b // kept for the next big record
+		}
 	}
 	return rw.w.Flush()
+}
+
+// maxLineLen bounds a record's line in any format: every payload byte can
+// take six (\u00XX), a key's too, plus the fixed fields and colours.
+func maxLineLen(r *tail.Record) int {
+	return 6*(len(r.Data)+len(r.PartitionKey)) + len(r.ShardID) + len(r.SequenceNumber) + len(r.ExplicitHashKey) + 512
 }
 
 // AppendRecordJSON appends the JSON line of a record (README: "tail -o
@@ -80,6 +110,10 @@ func (rw *RecordWriter) Write(batch []tail.Record) error {
 // "arrivalTime","data","dataEncoding"?,...}. data is the payload as a string
 // when it is valid UTF-8, else base64 with "dataEncoding":"base64".
 func AppendRecordJSON(b []byte, r *tail.Record) []byte {
+	return appendRecordJSON(b, r, nil)
+}
+
+func appendRecordJSON(b []byte, r *tail.Record, times *timeCache) []byte {
 	b = append(b, `{"shardId":`...)
 	b = appendJSONString(b, r.ShardID)
 	b = append(b, `,"sequenceNumber":"`...)
@@ -97,7 +131,7 @@ func AppendRecordJSON(b []byte, r *tail.Record) []byte {
 		b = append(b, '"')
 	}
 	b = append(b, `,"arrivalTime":"`...)
-	b = r.ArrivalTime.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	b = times.append(b, r.ArrivalTime)
 	b = append(b, `","data":`...)
 	if utf8.Valid(r.Data) {
 		b = appendJSONString(b, unsafeString(r.Data))
@@ -116,6 +150,35 @@ func AppendRecordJSON(b []byte, r *tail.Record) []byte {
 	return append(b, "}\n"...)
 }
 
+// arrivalLayout is the arrivalTime format: UTC, milliseconds.
+const arrivalLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// timeCache formats arrival times. The records of a page mostly share their
+// second, so the date and time of day are formatted once per second and
+// only the milliseconds per record; the text is what arrivalLayout gives.
+type timeCache struct {
+	sec  int64
+	text []byte // "2006-01-02T15:04:05." of sec
+}
+
+func (c *timeCache) append(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	if c == nil {
+		return t.AppendFormat(b, arrivalLayout)
+	}
+	sec := t.Unix()
+	if c.text == nil || sec != c.sec {
+		if y := t.Year(); y < 1 || y > 9999 {
+			return t.AppendFormat(b, arrivalLayout) // signs and wide years: the general path
+		}
+		c.text = t.AppendFormat(c.text[:0], "2006-01-02T15:04:05.")
+		c.sec = sec
+	}
+	b = append(b, c.text...)
+	ms := t.Nanosecond() / 1e6
+	return append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string. s must be valid UTF-8 (the
@@ -125,6 +188,13 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Skip eight plain ASCII bytes at a time.
+		for i+8 <= len(s) && !special(loadUint64(s[i:])) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -167,6 +237,27 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// special reports whether any byte of v is a quote, a backslash, a control
+// character or not ASCII: exactly, with the bit tricks for "has a zero
+// byte" and "has a byte below n".
+func special(v uint64) bool {
+	q := v ^ (lsb * '"')
+	bs := v ^ (lsb * '\\')
+	return ((q-lsb)&^q|(bs-lsb)&^bs|(v-lsb*0x20)&^v|v)&msb != 0
+}
+
+// loadUint64 reads eight bytes of s, little-endian (len(s) >= 8).
+func loadUint64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // appendText is the terminal form: time, short shard id, key, payload.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -39,6 +40,10 @@ const (
 	// maxDecompressed bounds --decompress (a gzip bomb stays compressed).
 	maxDecompressed = 64 << 20
 )
+
+// throttleWarnAfter: a shard throttled this long gets a warning (once per
+// run of throttles): someone else is reading it hard. A var for tests.
+var throttleWarnAfter = time.Minute
 
 // noSDKRetries makes the SDK try a call once: the reader decides retries,
 // so each attempt goes through the pacer and throttling is not retried
@@ -78,7 +83,10 @@ type reader struct {
 	lastSeq string // last record received (and delivered)
 	atTip   bool
 	next    time.Time // earliest start of the next GetRecords attempt
-	rand    *rand.Rand
+	// nextIterator paces GetShardIterator, which has a budget of its own
+	// (KINESIS.md §1), so a new reader's first GetRecords need not wait.
+	nextIterator time.Time
+	rand         *rand.Rand
 }
 
 func (r *reader) logf(format string, args ...any) {
@@ -95,15 +103,31 @@ func (r *reader) run(ctx context.Context) error {
 	if it == "" {
 		return r.end(nil) // shard gone
 	}
-	throttles, failures := 0, 0
+	throttles, failures, polls := 0, 0, 0
+	var throttledSince time.Time // of the current run of throttles
+	warned := false
+	ticket := &pageTicket{budget: r.t.pages}
+	tctx := context.WithValue(ctx, pageTicketKey{}, ticket)
+	weight := int64(firstPageWeight)
 	for {
 		if err := r.wait(ctx); err != nil {
 			return nil // stopping
 		}
+		// A call slot, then room for a page like the last one (pacing
+		// counts from the call itself, below, so these waits only delay).
+		if err := r.t.calls.acquire(ctx); err != nil {
+			return nil // stopping
+		}
+		if err := ticket.hold(ctx, weight); err != nil {
+			r.t.calls.release()
+			return nil // stopping
+		}
 		attempt := r.t.now()
 		r.next = attempt.Add(r.t.opts.minInterval)
-		out, err := r.getRecords(ctx, it)
+		out, err := r.getRecords(tctx, it)
+		r.t.calls.release()
 		if err != nil {
+			ticket.drop()
 			var (
 				pte *types.ProvisionedThroughputExceededException
 				kms *types.KMSThrottlingException
@@ -116,6 +140,13 @@ func (r *reader) run(ctx context.Context) error {
 			case errors.As(err, &pte), errors.As(err, &kms):
 				// Never drop: wait and ask again with the same iterator.
 				throttles++
+				if throttles == 1 {
+					throttledSince = attempt
+				}
+				if !warned && attempt.Sub(throttledSince) >= throttleWarnAfter {
+					warned = true
+					r.t.opts.Warnf("shard %s has been throttled for %s: other consumers share its 5 GetRecords calls and 2 MiB per second; tail keeps asking and loses nothing", r.id, attempt.Sub(throttledSince).Round(time.Second))
+				}
 				d := backoff(r.rand, throttleBackoffMin, throttleBackoffMax, throttles)
 				r.logf("throttled, retrying in %s", d.Round(time.Millisecond))
 				r.next = attempt.Add(d)
@@ -146,23 +177,28 @@ func (r *reader) run(ctx context.Context) error {
 			}
 			continue
 		}
-		throttles, failures = 0, 0
+		throttles, failures, warned = 0, 0, false
+		polls++
 
 		batch, size := r.convert(out.Records)
 		if r.t.opts.OnPoll != nil {
 			r.t.opts.OnPoll(PollStats{ShardID: r.id, Records: len(out.Records), Bytes: size, MillisBehind: aws.ToInt64(out.MillisBehindLatest), At: attempt})
 		}
+		more := true
 		if len(batch) > 0 {
-			more, err := r.t.deliverBatch(r.id, batch)
-			if err != nil {
-				return err
-			}
-			if !more {
-				return nil // --max-records reached
-			}
+			more, err = r.t.deliverBatch(r.id, batch)
+		}
+		ticket.drop()
+		weight = int64(size)
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil // --max-records reached
 		}
 		if len(out.Records) > 0 {
-			r.lastSeq = aws.ToString(out.Records[len(out.Records)-1].SequenceNumber)
+			// A copy: the page's strings share blocks, which this would keep.
+			r.lastSeq = strings.Clone(aws.ToString(out.Records[len(out.Records)-1].SequenceNumber))
 		}
 		if out.NextShardIterator == nil {
 			return r.end(out.ChildShards)
@@ -183,6 +219,13 @@ func (r *reader) run(ctx context.Context) error {
 			r.setTip(false)
 		default:
 			r.next = attempt.Add(r.t.opts.PollInterval)
+			if polls == 1 {
+				// The first call no longer waits the pacing floor after
+				// GetShardIterator; when it finds nothing (a child opened a
+				// moment before its first record), look again when it used
+				// to be made, so a reader is never later than before.
+				r.next = attempt.Add(r.t.opts.minInterval)
+			}
 			// A shard known to be closed is not "at its tip" until it ends.
 			r.setTip(!r.closedAtStart)
 		}
@@ -233,7 +276,7 @@ func (r *reader) getRecords(ctx context.Context, it string) (*kinesis.GetRecords
 	if r.t.opts.Limit > 0 {
 		in.Limit = aws.Int32(r.t.opts.Limit)
 	}
-	return r.t.api.GetRecords(cctx, in, noSDKRetries)
+	return r.t.api.GetRecords(cctx, in, noSDKRetries, fastGetRecords)
 }
 
 func arnIfSet(s string) *string {
@@ -264,14 +307,18 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 	}
 	failures := 0
 	for {
-		if err := r.wait(ctx); err != nil {
+		if err := sleepCtx(ctx, r.nextIterator.Sub(r.t.now())); err != nil {
+			return "", err
+		}
+		if err := r.t.calls.acquire(ctx); err != nil {
 			return "", err
 		}
 		attempt := r.t.now()
-		r.next = attempt.Add(r.t.opts.minInterval)
+		r.nextIterator = attempt.Add(r.t.opts.minInterval)
 		cctx, cancel := context.WithTimeout(ctx, r.t.opts.CallTimeout)
 		out, err := r.t.api.GetShardIterator(cctx, in, noSDKRetries)
 		cancel()
+		r.t.calls.release()
 		if err == nil {
 			return aws.ToString(out.ShardIterator), nil
 		}
@@ -293,7 +340,7 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 			if failures > maxTransientAttempts {
 				return "", fmt.Errorf("shard %s: GetShardIterator failed %d times: %w", r.id, failures, err)
 			}
-			r.next = attempt.Add(max(r.t.opts.minInterval, backoff(r.rand, errorBackoffMin, throttleBackoffMax, failures)))
+			r.nextIterator = attempt.Add(max(r.t.opts.minInterval, backoff(r.rand, errorBackoffMin, throttleBackoffMax, failures)))
 		default:
 			return "", fmt.Errorf("shard %s: %w", r.id, err)
 		}

@@ -45,6 +45,9 @@ type Options struct {
 
 	// Key restricts reading to the shards whose range holds this hash.
 	Key *lineage.HashKey
+	// KeyName, when set, writes out only the records of this partition key
+	// (the user records' own keys, for KPL aggregates).
+	KeyName string
 	// Shard restricts reading to this shard and its descendants.
 	Shard string
 
@@ -61,6 +64,9 @@ type Options struct {
 	// what it returned (from the reader's goroutine; keep it quick).
 	OnPoll func(PollStats)
 
+	// Warnf receives what the user should see even without --debug (may
+	// be nil): a shard throttled for a long time.
+	Warnf func(format string, args ...any)
 	// Logf receives warnings and debug lines (may be nil).
 	Logf func(format string, args ...any)
 	// Now is the clock (tests); nil means time.Now.
@@ -109,6 +115,9 @@ func (o *Options) defaults() {
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	if o.Warnf == nil {
+		o.Warnf = func(string, ...any) {}
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -181,6 +190,7 @@ type Tailer struct {
 	events  chan event
 	stopped chan struct{} // closed when the coordinator stops; readers then stop sending
 	pages   *pageBudget   // memory of the pages the readers hold
+	calls   callSlots     // calls the readers have in flight
 
 	// Coordinator-only state.
 	shards        map[string]*shardState
@@ -227,7 +237,7 @@ func New(api API, store Store, opts Options, deliver DeliverFunc) *Tailer {
 	opts.defaults()
 	return &Tailer{api: api, store: store, opts: opts, deliver: deliver,
 		events: make(chan event, 64), stopped: make(chan struct{}), shards: map[string]*shardState{},
-		pages: newPageBudget(pageBudgetBytes)}
+		pages: newPageBudget(pageBudgetBytes), calls: make(callSlots, maxCallsInFlight)}
 }
 
 func (t *Tailer) now() time.Time { return t.opts.Now() }
@@ -753,6 +763,17 @@ func (t *Tailer) deliverBatch(id string, batch []Record) (bool, error) {
 	defer t.mu.Unlock()
 	if t.full {
 		return false, nil
+	}
+	if t.opts.KeyName != "" {
+		// --key: the shards hold other keys too; only this key's records
+		// are written out (the checkpoint then stays at its last one).
+		kept := batch[:0]
+		for _, r := range batch {
+			if r.PartitionKey == t.opts.KeyName {
+				kept = append(kept, r)
+			}
+		}
+		batch = kept
 	}
 	if t.opts.MaxRecords > 0 && t.delivered+int64(len(batch)) >= t.opts.MaxRecords {
 		batch = batch[:t.opts.MaxRecords-t.delivered]

@@ -593,3 +593,61 @@ func TestUpdateShardCountHistories(t *testing.T) {
 		checkParentsFirst(t, w.fake, "s", out.records())
 	})
 }
+
+// --key prints only the key's records, in order, from the shards on its path.
+func TestKeyFilterPrintsOnlyTheKey(t *testing.T) {
+	w := newWorld(t, 2)
+	w.put(20, 60)
+	w.fake.SplitHalf("s", "shardId-000000000000")
+	w.put(20, 60)
+	key := "key-3"
+	h := lineage.PartitionKeyHash(key)
+	opts := fastOptions()
+	opts.Key, opts.KeyName = &h, key
+	out := &sink{}
+	runTail(t, w.fake, NewMemoryStore(nil), opts, out)
+	var got []string
+	for _, r := range out.records() {
+		if r.PartitionKey != key {
+			t.Fatalf("record of key %s printed with --key %s", r.PartitionKey, key)
+		}
+		got = append(got, string(r.Data))
+	}
+	if !slices.Equal(got, w.written[key]) {
+		t.Fatalf("got %v, want %v", got, w.written[key])
+	}
+}
+
+// A shard throttled for a long time gets one warning, and loses nothing.
+func TestThrottleWarning(t *testing.T) {
+	defer func(d time.Duration) { throttleWarnAfter = d }(throttleWarnAfter)
+	throttleWarnAfter = time.Nanosecond
+	w := newWorld(t, 1)
+	w.put(3, 9)
+	var mu sync.Mutex
+	n := 0
+	w.fake.Hook = func(op string, in any) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if op == "GetRecords" {
+			if n++; n <= 2 {
+				return &types.ProvisionedThroughputExceededException{Message: aws.String("Rate exceeded for shard")}
+			}
+		}
+		return nil
+	}
+	var warnings []string
+	opts := fastOptions()
+	opts.IdleExit = 3 * time.Second // the throttle backoff is ≥ 1 s
+	opts.Warnf = func(format string, args ...any) {
+		mu.Lock()
+		warnings = append(warnings, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	out := &sink{}
+	runTail(t, w.fake, NewMemoryStore(nil), opts, out)
+	w.checkDelivered(out.records(), true)
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "shard shardId-000000000000 has been throttled for") {
+		t.Fatalf("warnings = %q", warnings)
+	}
+}

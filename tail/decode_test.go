@@ -1,0 +1,231 @@
+package tail
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/benchstub"
+)
+
+// The GetRecords fast decoder (fastGetRecords in reader.go) must give the
+// SDK's answer for every body it accepts, and hand everything else to the
+// SDK. These tests and the fuzz target compare the two on the same bytes.
+// (They live in a _bench_test file with the decoder's benchmark.)
+
+// bodyClient answers every call with status and body, without a network.
+type bodyClient struct {
+	status int
+	body   []byte
+}
+
+func (c bodyClient) Do(req *http.Request) (*http.Response, error) {
+	h := http.Header{}
+	h.Set("Content-Type", "application/x-amz-json-1.1")
+	return &http.Response{StatusCode: c.status, Header: h, Body: io.NopCloser(bytes.NewReader(c.body)),
+		ContentLength: int64(len(c.body)), Request: req}, nil
+}
+
+func clientFor(status int, body []byte) *kinesis.Client {
+	return kinesis.New(kinesis.Options{
+		Region:           "us-east-1",
+		Credentials:      credentials.NewStaticCredentialsProvider("x", "x", ""),
+		BaseEndpoint:     aws.String("http://127.0.0.1:1"),
+		HTTPClient:       bodyClient{status, body},
+		RetryMaxAttempts: 1,
+	})
+}
+
+func getRecordsVia(body []byte, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	out, err := clientFor(200, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, opts...)
+	if out != nil {
+		out.ResultMetadata = kinesis.GetRecordsOutput{}.ResultMetadata
+	}
+	return out, err
+}
+
+func sameOutput(t testing.TB, body []byte, got, want *kinesis.GetRecordsOutput) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		t.Fatalf("body %.300q\nfast %.600s\nsdk  %.600s", body, g, w)
+	}
+}
+
+const rec1 = `{"SequenceNumber":"49590338271490256608559692538361571095921575989136588898","ApproximateArrivalTimestamp":1767225600.123,"Data":"aGVsbG8=","PartitionKey":"k1"}`
+
+func decodeCases(t testing.TB) []struct {
+	name string
+	body string
+	fast bool
+} {
+	stub, err := benchstub.Start(benchstub.Options{RecordSize: 100, RecordsPerPage: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stub.Close()
+	bin, err := benchstub.Start(benchstub.Options{RecordSize: 33, RecordsPerPage: 5, Binary: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bin.Close()
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, stub.PageBody(), "", "\t "); err != nil {
+		t.Fatal(err)
+	}
+	return []struct {
+		name string
+		body string
+		fast bool
+	}{
+		{"stub page", string(stub.PageBody()), true},
+		{"binary page", string(bin.PageBody()), true},
+		{"indented", indented.String(), true},
+		{"empty", `{"Records":[],"NextShardIterator":"it2","MillisBehindLatest":0}`, true},
+		{"empty object", `{}`, true},
+		{"one", `{"Records":[` + rec1 + `],"NextShardIterator":"it2","MillisBehindLatest":5}`, true},
+		{"member order, KMS, empty data", `{"MillisBehindLatest":0,"Records":[{"PartitionKey":"é","Data":"","EncryptionType":"KMS","ApproximateArrivalTimestamp":1.7672256001234E9,"SequenceNumber":"1"},` + rec1 + `],"NextShardIterator":"x"}`, true},
+		{"integer timestamp", `{"Records":[{"SequenceNumber":"1","ApproximateArrivalTimestamp":1767225600,"Data":"AA==","PartitionKey":"k"}]}`, true},
+		{"end of shard, no children", `{"Records":[` + rec1 + `],"NextShardIterator":null,"MillisBehindLatest":0}`, true},
+		{"empty ChildShards", `{"Records":[],"NextShardIterator":"i","ChildShards":[],"MillisBehindLatest":0}`, true},
+		{"null members", `{"Records":null,"NextShardIterator":null,"MillisBehindLatest":null,"ChildShards":null}`, true},
+		// Handed to the SDK:
+		{"ChildShards", `{"Records":[` + rec1 + `],"MillisBehindLatest":0,"ChildShards":[{"ShardId":"shardId-000000000001","ParentShards":["shardId-000000000000"],"HashKeyRange":{"StartingHashKey":"0","EndingHashKey":"1"}}]}`, false},
+		{"escaped key", `{"Records":[{"SequenceNumber":"1","ApproximateArrivalTimestamp":1767225600.5,"Data":"AA==","PartitionKey":"a\"b\u00e9"}],"NextShardIterator":"i"}`, false},
+		{"escaped slash in data", `{"Records":[{"SequenceNumber":"1","ApproximateArrivalTimestamp":1767225600.5,"Data":"ab\/c","PartitionKey":"k"}],"NextShardIterator":"i"}`, false},
+		{"unknown member", `{"Records":[],"NextShardIterator":"i","Other":{"a":[1,2]}}`, false},
+		{"unknown record member", `{"Records":[{"SequenceNumber":"1","ApproximateArrivalTimestamp":1,"Data":"AA==","PartitionKey":"k","X":1}]}`, false},
+		{"record without data", `{"Records":[{"SequenceNumber":"1","ApproximateArrivalTimestamp":1,"PartitionKey":"k"}]}`, false},
+		{"null data", `{"Records":[{"SequenceNumber":"1","ApproximateArrivalTimestamp":1,"Data":null,"PartitionKey":"k"}]}`, false},
+		{"data with a line break", "{\"Records\":[{\"SequenceNumber\":\"1\",\"ApproximateArrivalTimestamp\":1,\"Data\":\"AA\\n==\",\"PartitionKey\":\"k\"}]}", false},
+		{"unknown null member", "{\"\x00\":null}", false},
+		{"leading zero", `{"Records":[{"PartitionKey":"","Data":"","ApproximateArrivalTimestamp":00,"SequenceNumber":""}]}`, false},
+		{"float behind", `{"Records":[],"MillisBehindLatest":1.5}`, false},
+	}
+}
+
+func TestDecodeGetRecordsMatchesSDK(t *testing.T) {
+	for _, tc := range decodeCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(tc.body)
+			var fast kinesis.GetRecordsOutput
+			if ok := decodeGetRecords(body, &fast); ok != tc.fast {
+				t.Fatalf("fast path taken: %v, want %v", ok, tc.fast)
+			}
+			want, werr := getRecordsVia(body)
+			got, gerr := getRecordsVia(body, fastGetRecords)
+			if (werr == nil) != (gerr == nil) {
+				t.Fatalf("errors differ: fast %v, sdk %v", gerr, werr)
+			}
+			if werr != nil {
+				return
+			}
+			sameOutput(t, body, got, want)
+			if tc.fast {
+				sameOutput(t, body, &fast, want)
+			}
+		})
+	}
+}
+
+// Error responses decode as before: typed, through the SDK.
+func TestDecodeGetRecordsErrors(t *testing.T) {
+	body := []byte(`{"__type":"ProvisionedThroughputExceededException","message":"Rate exceeded for shard"}`)
+	_, err := clientFor(400, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, fastGetRecords)
+	var pte *types.ProvisionedThroughputExceededException
+	if !errors.As(err, &pte) {
+		t.Fatalf("got %v", err)
+	}
+	_, err = clientFor(200, []byte(`{"Records":[`)).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, fastGetRecords)
+	if err == nil || !strings.Contains(err.Error(), "deserialization failed") {
+		t.Fatalf("truncated body: %v", err)
+	}
+}
+
+func FuzzDecodeGetRecords(f *testing.F) {
+	for _, tc := range decodeCases(f) {
+		if len(tc.body) < 4096 {
+			f.Add([]byte(tc.body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var fast kinesis.GetRecordsOutput
+		if !decodeGetRecords(body, &fast) {
+			return
+		}
+		want, err := getRecordsVia(body)
+		if err != nil {
+			t.Fatalf("fast path accepted what the SDK refuses (%v): %q", err, body)
+		}
+		sameOutput(t, body, &fast, want)
+	})
+}
+
+// BenchmarkDecodeGetRecords is the fast decoder alone on a full page
+// (BenchmarkGetRecords is the whole call).
+func BenchmarkDecodeGetRecords(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			s := startStub(b, benchstub.Options{RecordSize: sz.size})
+			body := s.PageBody()
+			b.SetBytes(int64(s.PagePayload()))
+			b.ReportAllocs()
+			m := startCPU()
+			for b.Loop() {
+				var out kinesis.GetRecordsOutput
+				if !decodeGetRecords(body, &out) || len(out.Records) != len(s.PageRecords()) {
+					b.Fatal("not decoded")
+				}
+			}
+			m.report(b, len(s.PageRecords()), s.PagePayload())
+		})
+	}
+}
+
+// special is exact: it agrees with a byte loop on every byte value in
+// every position, and on random words.
+func TestSpecial(t *testing.T) {
+	naive := func(v uint64) bool {
+		for range 8 {
+			c := byte(v)
+			if c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+				return true
+			}
+			v >>= 8
+		}
+		return false
+	}
+	check := func(v uint64) {
+		if special(v) != naive(v) {
+			t.Fatalf("special(%#016x) = %v", v, special(v))
+		}
+	}
+	const plain = 0x6161616161616161 // "aaaaaaaa"
+	for pos := range 8 {
+		for c := range 256 {
+			check(plain&^(0xff<<(8*pos)) | uint64(c)<<(8*pos))
+			check(0x2121212121212121&^(0xff<<(8*pos)) | uint64(c)<<(8*pos)) // "!" is 0x21, next to '"'
+		}
+	}
+	r := uint64(0x9e3779b97f4a7c15)
+	for range 1 << 20 {
+		r ^= r << 13
+		r ^= r >> 7
+		r ^= r << 17
+		check(r)
+		check(r & 0x7f7f7f7f7f7f7f7f)
+		check(r&0x3f3f3f3f3f3f3f3f | 0x4040404040404040)
+	}
+}

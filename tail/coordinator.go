@@ -50,4 +50,7 @@ type Coordinator interface {
 	// SyncInterval is how often Sync must run (well inside the lease
 	// duration).
 	SyncInterval() time.Duration
+	// LeaseDuration: after this long without a successful Sync, other
+	// workers may take our leases, so the tail stops reading them.
+	LeaseDuration() time.Duration
 }

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -44,6 +46,10 @@ const (
 // throttleWarnAfter: a shard throttled this long gets a warning (once per
 // run of throttles): someone else is reading it hard. A var for tests.
 var throttleWarnAfter = time.Minute
+
+// latestMargin is how far before its first LATEST iterator a reader goes
+// back when it must ask for a new iterator before any record arrived.
+const latestMargin = 10 * time.Second
 
 // noSDKRetries makes the SDK try a call once: the reader decides retries,
 // so each attempt goes through the pacer and throttling is not retried
@@ -87,6 +93,15 @@ type reader struct {
 	// (KINESIS.md §1), so a new reader's first GetRecords need not wait.
 	nextIterator time.Time
 	rand         *rand.Rand
+	// revoked: the shard's lease went to another worker. The reader may
+	// still hold a page; it must record nothing more (no position, no end).
+	revoked atomic.Bool
+	gen     int
+	// latestFrom: when a reader that starts at LATEST asked for its first
+	// iterator (minus a margin). A new iterator before any record arrived
+	// starts AT_TIMESTAMP there: asking for LATEST again would skip what
+	// was written in between.
+	latestFrom time.Time
 }
 
 func (r *reader) logf(format string, args ...any) {
@@ -160,9 +175,9 @@ func (r *reader) run(ctx context.Context) error {
 					return r.end(nil)
 				}
 			case errors.As(err, &nf):
-				// The shard (or the stream) is gone: as the KCL does, treat it
-				// as the end with no children; a relist finds out the rest.
-				r.logf("shard not found (trimmed or stream deleted); treating as its end")
+				if err := r.notFound(); err != nil {
+					return err
+				}
 				return r.end(nil)
 			case transient(err):
 				failures++
@@ -186,7 +201,7 @@ func (r *reader) run(ctx context.Context) error {
 		}
 		more := true
 		if len(batch) > 0 {
-			more, err = r.t.deliverBatch(r.id, batch)
+			more, err = r.t.deliverBatch(r, batch)
 		}
 		ticket.drop()
 		weight = int64(size)
@@ -239,6 +254,20 @@ func nonEmpty(s, alt string) string {
 	return s
 }
 
+// notFound decides what a ResourceNotFoundException for the shard means. A
+// closed shard can be trimmed by retention while it is read: that is its
+// end, with no children to wait for (as the KCL takes it). An open shard
+// cannot be: the stream was deleted, re-created, or the wrong one is
+// asked; recording SHARD_END for it would skip it for good, so that is an
+// error.
+func (r *reader) notFound() error {
+	if r.closedAtStart {
+		r.logf("shard not found (trimmed by retention); treating it as read")
+		return nil
+	}
+	return fmt.Errorf("shard %s of stream %s was not found although it was open: was the stream deleted or re-created?", r.id, r.t.streamLabel())
+}
+
 // stopErr turns an error into the reader's result: nothing when stopping.
 func (r *reader) stopErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
@@ -257,10 +286,10 @@ func (r *reader) setTip(at bool) {
 // end records SHARD_END (every record was delivered before this) and tells
 // the coordinator, which saves it before any child starts.
 func (r *reader) end(children []types.ChildShard) error {
-	if !r.t.markEnd(r.id) {
+	if !r.t.markEnd(r) {
 		return nil
 	}
-	r.t.send(endEvent{id: r.id, children: children})
+	r.t.send(endEvent{id: r.id, gen: r.gen, children: children})
 	return nil
 }
 
@@ -290,8 +319,13 @@ func arnIfSet(s string) *string {
 // reader's start when nothing was received yet. "" means the shard is gone.
 func (r *reader) iterator(ctx context.Context) (string, error) {
 	sp := r.start
-	if r.lastSeq != "" {
+	switch {
+	case r.lastSeq != "":
 		sp = startPoint{kind: types.ShardIteratorTypeAfterSequenceNumber, seq: r.lastSeq}
+	case sp.kind == types.ShardIteratorTypeLatest && !r.latestFrom.IsZero():
+		// A new iterator before any record arrived: LATEST again would skip
+		// what was written since the first one.
+		sp = startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: r.latestFrom}
 	}
 	in := &kinesis.GetShardIteratorInput{
 		ShardId:           aws.String(r.id),
@@ -315,6 +349,10 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 		}
 		attempt := r.t.now()
 		r.nextIterator = attempt.Add(r.t.opts.minInterval)
+		if sp.kind == types.ShardIteratorTypeLatest && r.latestFrom.IsZero() {
+			// The margin covers a local clock ahead of the service's.
+			r.latestFrom = attempt.Add(-latestMargin)
+		}
 		cctx, cancel := context.WithTimeout(ctx, r.t.opts.CallTimeout)
 		out, err := r.t.api.GetShardIterator(cctx, in, noSDKRetries)
 		cancel()
@@ -331,8 +369,14 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 		case ctx.Err() != nil:
 			return "", ctx.Err()
 		case errors.As(err, &nf):
-			r.logf("shard not found (trimmed or stream deleted); treating as its end")
-			return "", nil
+			return "", r.notFound()
+		case errors.As(err, &inv) && sp.kind == types.ShardIteratorTypeAfterSequenceNumber && r.skipSeq == "":
+			// AWS refuses "after" the last record of a closed shard ("has
+			// reached max possible value"): ask for that record and skip it.
+			r.logf("resuming after %s refused (%s); reading at it and skipping it", sp.seq, inv.ErrorMessage())
+			sp = startPoint{kind: types.ShardIteratorTypeAtSequenceNumber, seq: sp.seq}
+			in.ShardIteratorType, in.StartingSequenceNumber = sp.kind, aws.String(sp.seq)
+			r.skipSeq, r.skipSub = sp.seq, math.MaxInt64
 		case errors.As(err, &inv) && (sp.kind == types.ShardIteratorTypeAfterSequenceNumber || sp.kind == types.ShardIteratorTypeAtSequenceNumber):
 			return "", fmt.Errorf("shard %s: the service refused to resume at sequence number %s (from the checkpoint or the last record): %s", r.id, sp.seq, inv.ErrorMessage())
 		case errors.As(err, &pte) || transient(err):

@@ -161,7 +161,7 @@ func BenchmarkReadPage(b *testing.B) {
 					b.Fatal(err)
 				}
 				batch, _ := r.convert(out.Records)
-				if _, err := t.deliverBatch(r.id, batch); err != nil {
+				if _, err := t.deliverBatch(r, batch); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -170,6 +170,7 @@ type shardState struct {
 	// a shard whose lease was lost is stopped; a later one is another gen).
 	cancel context.CancelFunc
 	gen    int
+	rd     *reader
 }
 
 // Tailer reads a stream parents-first. Create with New, run with Run.
@@ -199,8 +200,13 @@ type Tailer struct {
 	starts        map[string]StartMode // with a Coordinator: where held shards without a position start
 	saved         map[string]Position  // with a Coordinator: what was last checkpointed
 	syncing       bool
-	discovering   bool // a relist to find children of an ended shard is due
-	listing       bool // a relist is running
+	syncWG        sync.WaitGroup
+	syncCtx       context.Context
+	syncCancel    context.CancelFunc
+	lastSync      time.Time // the last successful Coordinator sync
+	discovering   bool      // a relist to find children of an ended shard is due
+	idleListed    bool      // the listing before an idle exit was taken
+	listing       bool      // a relist is running
 	readers       sync.WaitGroup
 	readerCtx     context.Context
 	cancelReaders context.CancelFunc
@@ -211,6 +217,7 @@ type event interface{}
 
 type endEvent struct {
 	id       string
+	gen      int
 	children []types.ChildShard
 }
 type tipEvent struct {
@@ -236,7 +243,7 @@ type fullEvent struct{}
 func New(api API, store Store, opts Options, deliver DeliverFunc) *Tailer {
 	opts.defaults()
 	return &Tailer{api: api, store: store, opts: opts, deliver: deliver,
-		events: make(chan event, 64), stopped: make(chan struct{}), shards: map[string]*shardState{},
+		events: make(chan event, 64), stopped: make(chan struct{}), shards: map[string]*shardState{}, saved: map[string]Position{},
 		pages: newPageBudget(pageBudgetBytes), calls: make(callSlots, maxCallsInFlight)}
 }
 
@@ -285,6 +292,7 @@ func (t *Tailer) Run(ctx context.Context) (res Result, err error) {
 		if err != nil {
 			return Result{Reason: StopError}, err
 		}
+		t.lastSync = t.now()
 		t.applyAssignment(a)
 	}
 	t.initialPass = true
@@ -301,6 +309,11 @@ func (t *Tailer) Run(ctx context.Context) (res Result, err error) {
 		runErr, reason = serr, StopError
 	}
 	if c := t.opts.Coordinator; c != nil {
+		// No sync may take leases after they are given back.
+		if t.syncCancel != nil {
+			t.syncCancel()
+		}
+		t.syncWG.Wait()
 		// Give the leases back so other workers take them at once.
 		if rerr := c.Release(context.WithoutCancel(ctx)); rerr != nil {
 			t.opts.Logf("releasing leases: %v", rerr)
@@ -356,13 +369,16 @@ func (t *Tailer) loop(ctx context.Context) (StopReason, error) {
 		case <-syncC:
 			t.startSync(ctx)
 		case <-idleC:
-			if t.idle() {
+			if t.idle(ctx) {
 				return StopIdle, nil
 			}
 		case ev := <-t.events:
 			switch ev := ev.(type) {
 			case endEvent:
 				s := t.shards[ev.id]
+				if s.gen != ev.gen {
+					continue // a reader stopped when its lease was lost
+				}
 				s.ended, s.status, s.closed, s.atTip = true, statusDone, true, false
 				// SHARD_END is on disk before any child starts.
 				if err := t.save(ctx, true); err != nil {
@@ -397,10 +413,16 @@ func (t *Tailer) loop(ctx context.Context) (StopReason, error) {
 				t.syncing = false
 				if ev.err != nil {
 					// The lease table is unreachable: keep reading what we
-					// hold; renewals will be retried at the next sync.
+					// hold while our leases last; once they may have expired
+					// others can take them, so stop reading them.
 					t.opts.Logf("lease sync failed (will retry): %v", ev.err)
+					if c := t.opts.Coordinator; t.now().Sub(t.lastSync) >= c.LeaseDuration()-c.SyncInterval() {
+						t.opts.Warnf("the lease table has not answered for %s: stopping every reader until it does", t.now().Sub(t.lastSync).Round(time.Second))
+						t.applyAssignment(&Assignment{})
+					}
 					continue
 				}
+				t.lastSync = t.now()
 				t.applyAssignment(ev.a)
 				t.schedule()
 			case listEvent:
@@ -447,10 +469,14 @@ func (t *Tailer) touch() {
 // idle reports whether --idle-exit has elapsed: every reader is at its tip,
 // no shard waits to be discovered or started, and nothing was delivered for
 // IdleExit.
-func (t *Tailer) idle() bool {
-	if t.discovering || t.endedWithoutChildren() {
+func (t *Tailer) idle(ctx context.Context) bool {
+	busy := func() bool {
+		t.idleListed = false
 		t.touch()
 		return false
+	}
+	if t.discovering || t.endedWithoutChildren() {
+		return busy()
 	}
 	for _, s := range t.shards {
 		switch s.status {
@@ -458,18 +484,32 @@ func (t *Tailer) idle() bool {
 			if t.opts.Coordinator != nil && !t.held[s.id] {
 				continue // another worker reads it
 			}
-			t.touch()
-			return false
+			return busy()
 		case statusRunning:
-			if !s.atTip {
-				t.touch()
-				return false
+			// A shard the listing shows closed has children to come: it is
+			// not at its tip until its reader reaches the end.
+			if !s.atTip || (s.closed && !s.ended) {
+				return busy()
 			}
 		}
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.now().Sub(t.lastActivity) >= t.opts.IdleExit
+	quiet := t.now().Sub(t.lastActivity) >= t.opts.IdleExit
+	t.mu.Unlock()
+	if !quiet {
+		return false
+	}
+	switch {
+	case !t.idleListed:
+		// Before exiting, one more listing: a reshard since the last one
+		// would have children still to read (they make it busy again).
+		t.idleListed = true
+		t.startRelist(ctx, false)
+		return false
+	case t.listing:
+		return false // that listing is on its way
+	}
+	return true
 }
 
 func (t *Tailer) hasChildren(id string) bool {
@@ -745,7 +785,8 @@ func (t *Tailer) startReader(s *shardState, pos Position) {
 	t.opts.Logf("shard %s: reading from %s", s.id, r.start)
 	ctx, cancel := context.WithCancel(t.readerCtx)
 	s.gen++
-	s.cancel = cancel
+	s.cancel, s.rd = cancel, r
+	r.gen = s.gen
 	gen := s.gen
 	t.readers.Add(1)
 	go func() {
@@ -758,12 +799,13 @@ func (t *Tailer) startReader(s *shardState, pos Position) {
 
 // deliverBatch writes a batch out and records its position. Deliveries are
 // serialised; after MaxRecords nothing more is delivered.
-func (t *Tailer) deliverBatch(id string, batch []Record) (bool, error) {
+func (t *Tailer) deliverBatch(r *reader, batch []Record) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.full {
+	if t.full || r.revoked.Load() {
 		return false, nil
 	}
+	id := r.id
 	if t.opts.KeyName != "" {
 		// --key: the shards hold other keys too; only this key's records
 		// are written out (the checkpoint then stays at its last one).
@@ -799,13 +841,13 @@ func (t *Tailer) deliverBatch(id string, batch []Record) (bool, error) {
 }
 
 // markEnd records SHARD_END for a shard whose every record was delivered.
-func (t *Tailer) markEnd(id string) bool {
+func (t *Tailer) markEnd(r *reader) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.full {
+	if t.full || r.revoked.Load() {
 		return false
 	}
-	t.positions[id] = Position{ShardEnd: true}
+	t.positions[r.id] = Position{ShardEnd: true}
 	t.dirty = true
 	t.lastActivity = t.now()
 	return true
@@ -842,7 +884,15 @@ func (t *Tailer) startSync(ctx context.Context) {
 	}
 	t.syncing = true
 	known := t.known()
+	if t.syncCtx == nil {
+		// One context for every sync, cancelled before the leases are
+		// released at exit.
+		t.syncCtx, t.syncCancel = context.WithCancel(ctx)
+	}
+	ctx = t.syncCtx
+	t.syncWG.Add(1)
 	go func() {
+		defer t.syncWG.Done()
 		a, err := t.opts.Coordinator.Sync(ctx, known)
 		t.send(syncEvent{a: a, err: err})
 	}()
@@ -853,15 +903,16 @@ func (t *Tailer) startSync(ctx context.Context) {
 // readers of shards we lost.
 func (t *Tailer) applyAssignment(a *Assignment) {
 	t.held, t.starts = a.Held, a.Starts
-	if t.saved == nil {
-		t.saved = map[string]Position{}
-	}
 	t.mu.Lock()
 	for id, p := range a.Positions {
 		if s := t.shards[id]; s != nil && s.status == statusRunning {
 			continue // our reader is ahead of the table
 		}
-		if t.positions[id] != t.saved[id] {
+		local := t.positions[id]
+		if local.ShardEnd {
+			continue // our end stands (a sync begun before it was saved would undo it)
+		}
+		if local != t.saved[id] {
 			continue // ours is newer: its checkpoint is still to be written
 		}
 		t.positions[id], t.saved[id] = p, p
@@ -871,6 +922,9 @@ func (t *Tailer) applyAssignment(a *Assignment) {
 		switch {
 		case s.status == statusRunning && !t.held[id]:
 			t.opts.Logf("shard %s: lease lost to another worker; stopping its reader", id)
+			if s.rd != nil {
+				s.rd.revoked.Store(true) // records nothing more, even mid-page
+			}
 			if s.cancel != nil {
 				s.cancel()
 			}
@@ -908,8 +962,15 @@ func (t *Tailer) checkpointLeases(ctx context.Context, snap map[string]Position,
 		case err == nil:
 			t.saved[id] = p
 		case errors.Is(err, ErrLeaseLost):
+			// What we could not record is another worker's to read again
+			// (from the table's checkpoint): forget it, end included.
 			t.opts.Logf("shard %s: %v", id, err)
-			t.saved[id] = p // nothing more to write for it
+			t.mu.Lock()
+			t.positions[id] = t.saved[id]
+			t.mu.Unlock()
+			if s := t.shards[id]; s != nil && s.status == statusDone && s.ended {
+				s.status, s.ended = statusPending, false
+			}
 		default:
 			t.mu.Lock()
 			t.dirty = true

@@ -651,3 +651,80 @@ func TestThrottleWarning(t *testing.T) {
 		t.Fatalf("warnings = %q", warnings)
 	}
 }
+
+// --from-tip: an iterator that expires before any record arrived is not
+// replaced by a new LATEST one (that would skip what came in between).
+func TestLatestIteratorRefetchLosesNothing(t *testing.T) {
+	w := newWorld(t, 1)
+	var once sync.Once
+	w.fake.Hook = func(op string, in any) error {
+		if op != "GetRecords" {
+			return nil
+		}
+		var expire error
+		once.Do(func() {
+			w.fake.Put("s", "k", []byte("written while the iterator expired"))
+			expire = &types.ExpiredIteratorException{Message: aws.String("Iterator expired")}
+		})
+		return expire
+	}
+	opts := fastOptions()
+	opts.Start = StartLatest
+	out := &sink{}
+	runTail(t, w.fake, NewMemoryStore(nil), opts, out)
+	recs := out.records()
+	if len(recs) != 1 || string(recs[0].Data) != "written while the iterator expired" {
+		t.Fatalf("records = %v", recs)
+	}
+}
+
+// An open shard that the service says does not exist is an error, never
+// a SHARD_END that would skip it for good.
+func TestOpenShardNotFoundIsAnError(t *testing.T) {
+	w := newWorld(t, 1)
+	w.put(2, 4)
+	w.fake.Hook = func(op string, in any) error {
+		if op == "GetRecords" {
+			return &types.ResourceNotFoundException{Message: aws.String("Stream s not found")}
+		}
+		return nil
+	}
+	store := NewMemoryStore(nil)
+	_, err := New(w.fake, store, fastOptions(), (&sink{}).deliver).Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "was not found although it was open") {
+		t.Fatalf("err = %v", err)
+	}
+	if store.Saved()["shardId-000000000000"].ShardEnd {
+		t.Fatal("SHARD_END recorded for an open shard")
+	}
+}
+
+// Resuming "after" the last record of a closed shard can be refused by the
+// service; the reader reads at that record, skips it, and reaches the end.
+func TestResumeAfterLastRecordOfClosedShard(t *testing.T) {
+	w := newWorld(t, 1)
+	w.put(3, 6)
+	recs := w.fake.ShardRecords("s", "shardId-000000000000")
+	last := recs[len(recs)-1].Seq
+	w.fake.SplitHalf("s", "shardId-000000000000")
+	w.put(3, 6)
+	refused := 0
+	w.fake.Hook = func(op string, in any) error {
+		if gi, ok := in.(*kinesis.GetShardIteratorInput); ok && gi.ShardIteratorType == types.ShardIteratorTypeAfterSequenceNumber && aws.ToString(gi.StartingSequenceNumber) == last {
+			refused++
+			return &types.InvalidArgumentException{Message: aws.String("SequenceNumber has reached max possible value for the shard")}
+		}
+		return nil
+	}
+	store := NewMemoryStore(map[string]Position{"shardId-000000000000": {SequenceNumber: last}})
+	out := &sink{}
+	runTail(t, w.fake, store, fastOptions(), out)
+	for _, r := range out.records() {
+		if r.ShardID == "shardId-000000000000" {
+			t.Fatalf("record %s of the finished parent delivered again", r.SequenceNumber)
+		}
+	}
+	if refused != 1 || len(out.records()) != 6 || !store.Saved()["shardId-000000000000"].ShardEnd {
+		t.Fatalf("refused %d, delivered %d, saved %v", refused, len(out.records()), store.Saved())
+	}
+}

@@ -379,3 +379,74 @@ func FuzzParseItem(f *testing.F) {
 		}
 	})
 }
+
+// A KCL application deletes a finished parent's lease once its children are
+// under way: the worker must not create it again (that would read the
+// whole parent once more and block the children behind it).
+func TestNoLeaseForADeletedParent(t *testing.T) {
+	c := requireDynamo(t)
+	table := newTable(t, c)
+	ctx := context.Background()
+	// Only the children of 0 have leases; 0 itself was cleaned up.
+	for _, item := range []map[string]types.AttributeValue{
+		kclRow("shardId-000000000001", "TRIM_HORIZON", "", 0, "shardId-000000000000"),
+		kclRow("shardId-000000000002", "SHARD_END", "", 3, "shardId-000000000000"),
+		kclRow("shardId-000000000003", "TRIM_HORIZON", "", 0),
+		kclRow("shardId-000000000004", "TRIM_HORIZON", "", 0, "shardId-000000000002", "shardId-000000000003"),
+	} {
+		if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, _ := NewWorker(c, WorkerOptions{Table: table, WorkerID: "a"})
+	as, err := w.Sync(ctx, shardsOf(testGraph(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, _ := Scan(ctx, c, table)
+	for _, l := range ls {
+		if l.ShardID == "shardId-000000000000" {
+			t.Fatal("the deleted parent's lease was created again")
+		}
+	}
+	if got := held(as); !slices.Equal(got, []string{"1", "3"}) {
+		t.Fatalf("held %v, want 1 (its parent is gone) and 3", got)
+	}
+}
+
+// failingRenewals makes every UpdateItem fail (not a conflict: an outage).
+type failingRenewals struct {
+	DynamoAPI
+	fail bool
+}
+
+func (f *failingRenewals) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if f.fail {
+		return nil, errors.New("connection reset")
+	}
+	return f.DynamoAPI.UpdateItem(ctx, in, opts...)
+}
+
+// A lease whose renewals keep failing stops being given to the tail before
+// it may expire for the other workers; the other leases are still renewed.
+func TestUnrenewedLeaseIsNotHeld(t *testing.T) {
+	c := requireDynamo(t)
+	table := newTable(t, c)
+	clk := &clock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	api := &failingRenewals{DynamoAPI: c}
+	w, _ := NewWorker(api, WorkerOptions{Table: table, WorkerID: "a", LeaseDuration: 9 * time.Second, Now: clk.Now})
+	known := shardsOf(testGraph(t))
+	as, err := w.Sync(context.Background(), known)
+	if err != nil || len(as.Held) != 2 {
+		t.Fatalf("held %v, %v", held(as), err)
+	}
+	api.fail = true
+	clk.Add(3 * time.Second)
+	if as, err = w.Sync(context.Background(), known); err != nil || len(as.Held) != 2 {
+		t.Fatalf("after one failed renewal: held %v, %v", held(as), err)
+	}
+	clk.Add(3 * time.Second) // 6 s since the last renewal: 9 s − one sync interval
+	if as, err = w.Sync(context.Background(), known); err != nil || len(as.Held) != 0 {
+		t.Fatalf("after renewals failed for 6 s of a 9 s lease: held %v, %v", held(as), err)
+	}
+}

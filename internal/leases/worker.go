@@ -45,9 +45,10 @@ type Worker struct {
 	opts WorkerOptions
 	rng  *rand.Rand
 
-	mu   sync.Mutex
-	held map[string]int64 // shard -> counter we last wrote
-	seen map[string]observation
+	mu      sync.Mutex
+	held    map[string]int64     // shard -> counter we last wrote
+	renewed map[string]time.Time // shard -> when we last took or renewed it
+	seen    map[string]observation
 }
 
 // observation is when a lease's counter was first seen at its value.
@@ -77,12 +78,15 @@ func NewWorker(api DynamoAPI, o WorkerOptions) (*Worker, error) {
 	h := fnv.New64a()
 	h.Write([]byte(o.WorkerID))
 	return &Worker{api: api, opts: o, rng: rand.New(rand.NewPCG(h.Sum64(), uint64(o.Now().UnixNano()))),
-		held: map[string]int64{}, seen: map[string]observation{}}, nil
+		held: map[string]int64{}, renewed: map[string]time.Time{}, seen: map[string]observation{}}, nil
 }
 
 // SyncInterval implements tail.Coordinator: a third of the lease duration,
 // so a lease is renewed twice before anyone may call it expired.
 func (w *Worker) SyncInterval() time.Duration { return w.opts.LeaseDuration / 3 }
+
+// LeaseDuration implements tail.Coordinator.
+func (w *Worker) LeaseDuration() time.Duration { return w.opts.LeaseDuration }
 
 // Sync implements tail.Coordinator.
 func (w *Worker) Sync(ctx context.Context, known []tail.ShardInfo) (*tail.Assignment, error) {
@@ -98,10 +102,20 @@ func (w *Worker) Sync(ctx context.Context, known []tail.ShardInfo) (*tail.Assign
 			leases[all[i].ShardID] = &all[i]
 		}
 	}
-	// Leases for shards nobody has written yet.
+	// Leases for shards nobody has written yet. A closed shard whose child
+	// already has a lease is finished: the KCL deletes a parent's lease once
+	// its children are under way, and recreating it would read it all again.
 	first := len(leases) == 0
+	hasLeasedChild := map[string]bool{}
 	for _, s := range known {
 		if leases[s.ID] != nil {
+			for _, p := range s.Parents {
+				hasLeasedChild[p] = true
+			}
+		}
+	}
+	for _, s := range known {
+		if leases[s.ID] != nil || (s.Closed && hasLeasedChild[s.ID]) {
 			continue
 		}
 		l, err := w.create(ctx, s, first)
@@ -134,10 +148,14 @@ func (w *Worker) Sync(ctx context.Context, known []tail.ShardInfo) (*tail.Assign
 				delete(w.held, id)
 				continue
 			}
-			return nil, err
+			// Keep renewing the others; this one stays ours only while
+			// its last renewal is recent enough (below).
+			w.opts.Logf("lease %s: renewal failed: %v", id, err)
+			continue
 		}
 		l.Counter = n
 		w.held[id] = n
+		w.renewed[id] = now
 	}
 
 	// Balance: an equal share of the leases that can be worked on now.
@@ -198,7 +216,9 @@ func (w *Worker) Sync(ctx context.Context, known []tail.ShardInfo) (*tail.Assign
 		if !p.IsZero() {
 			a.Positions[id] = p
 		}
-		if _, ok := w.held[id]; ok && !l.Finished() {
+		// A lease not renewed for most of its duration may be taken by
+		// now: stop reading it before anyone else starts.
+		if _, ok := w.held[id]; ok && !l.Finished() && now.Sub(w.renewed[id]) < w.opts.LeaseDuration-w.SyncInterval() {
 			a.Held[id] = true
 			if p.IsZero() {
 				a.Starts[id] = start
@@ -382,6 +402,7 @@ func (w *Worker) take(ctx context.Context, l *Lease) bool {
 		l.SubSequence = sub
 	}
 	w.held[l.ShardID] = n
+	w.renewed[l.ShardID] = w.opts.Now()
 	if prev != "" {
 		w.opts.Logf("lease %s: taken over from %s at %s", l.ShardID, prev, l.Checkpoint)
 	} else {

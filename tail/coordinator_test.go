@@ -1,0 +1,96 @@
+package tail
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// scriptedCoordinator answers Sync with whatever the test sets, and
+// records checkpoints (refusing the shards in lost).
+type scriptedCoordinator struct {
+	mu     sync.Mutex
+	next   *Assignment
+	lost   map[string]bool
+	writes map[string]Position
+}
+
+func (c *scriptedCoordinator) Sync(ctx context.Context, known []ShardInfo) (*Assignment, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.next, nil
+}
+
+func (c *scriptedCoordinator) Checkpoint(ctx context.Context, shard string, p Position) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lost[shard] {
+		return ErrLeaseLost
+	}
+	c.writes[shard] = p
+	return nil
+}
+
+func (c *scriptedCoordinator) Release(context.Context) error { return nil }
+func (c *scriptedCoordinator) SyncInterval() time.Duration   { return time.Hour }
+func (c *scriptedCoordinator) LeaseDuration() time.Duration  { return 3 * time.Hour }
+
+func leaseTailer(c Coordinator) *Tailer {
+	t := New(nil, NewMemoryStore(nil), Options{Coordinator: c}, nil)
+	t.positions = map[string]Position{}
+	t.shards["x"] = &shardState{id: "x", status: statusDone, ended: true, closed: true, listed: true}
+	return t
+}
+
+// A sync answered before our SHARD_END reached the table must not undo it:
+// the shard would be read again.
+func TestStaleSyncKeepsOurShardEnd(t *testing.T) {
+	c := &scriptedCoordinator{writes: map[string]Position{}}
+	tl := leaseTailer(c)
+	tl.positions["x"] = Position{ShardEnd: true}
+	if err := tl.checkpointLeases(context.Background(), tl.Positions(), true); err != nil {
+		t.Fatal(err)
+	}
+	tl.applyAssignment(&Assignment{Positions: map[string]Position{"x": {SequenceNumber: "5"}}, Held: map[string]bool{"x": true}})
+	if s := tl.shards["x"]; s.status != statusDone || !tl.positionOf("x").ShardEnd {
+		t.Fatalf("status %v, position %v: a stale sync undid SHARD_END", s.status, tl.positionOf("x"))
+	}
+}
+
+// A SHARD_END the table refused (the lease went elsewhere) is forgotten:
+// when the lease comes back the shard is read again from the table's
+// checkpoint, so its end does get written.
+func TestRefusedShardEndIsReadAgain(t *testing.T) {
+	c := &scriptedCoordinator{writes: map[string]Position{}, lost: map[string]bool{"x": true}}
+	tl := leaseTailer(c)
+	tl.saved = map[string]Position{"x": {SequenceNumber: "5"}}
+	tl.positions["x"] = Position{ShardEnd: true}
+	if err := tl.checkpointLeases(context.Background(), tl.Positions(), true); err != nil {
+		t.Fatal(err)
+	}
+	if s := tl.shards["x"]; s.status != statusPending || tl.positionOf("x") != (Position{SequenceNumber: "5"}) {
+		t.Fatalf("status %v, position %v after a refused SHARD_END", s.status, tl.positionOf("x"))
+	}
+	tl.applyAssignment(&Assignment{Positions: map[string]Position{"x": {SequenceNumber: "7"}}, Held: map[string]bool{"x": true}})
+	if tl.positionOf("x") != (Position{SequenceNumber: "7"}) {
+		t.Fatalf("position %v, want the table's", tl.positionOf("x"))
+	}
+}
+
+// A reader whose lease was lost records nothing more, even with a page in
+// hand, and its end is ignored.
+func TestRevokedReaderRecordsNothing(t *testing.T) {
+	tl := leaseTailer(&scriptedCoordinator{writes: map[string]Position{}})
+	delivered := 0
+	tl.deliver = func(b []Record) error { delivered += len(b); return nil }
+	r := &reader{t: tl, id: "x"}
+	r.revoked.Store(true)
+	more, err := tl.deliverBatch(r, []Record{{ShardID: "x", SequenceNumber: "9"}})
+	if more || err != nil || delivered != 0 || tl.positionOf("x") != (Position{}) {
+		t.Fatalf("more %v err %v delivered %d position %v", more, err, delivered, tl.positionOf("x"))
+	}
+	if tl.markEnd(r) || tl.positionOf("x").ShardEnd {
+		t.Fatal("a revoked reader recorded SHARD_END")
+	}
+}

@@ -78,8 +78,10 @@ p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
 			if err := validateDashboard(f, opts); err != nil {
 				return err
 			}
-			if c.Flags().Changed("kcl-table") && !leaseTableRE.MatchString(opts.KCLTable) {
-				return usageErrorf("--kcl-table %q is not a DynamoDB table name (3 to 255 characters of a-z, A-Z, 0-9, _ . -)", opts.KCLTable)
+			if c.Flags().Changed("kcl-table") {
+				if err := checkTableName("--kcl-table", opts.KCLTable); err != nil {
+					return err
+				}
 			}
 			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
 			if err != nil {

@@ -215,8 +215,9 @@ func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
 			return usageErrorf("--lease-table shares the whole stream: it does not go with --key or --shard")
 		case o.LeaseDuration < time.Second:
 			return usageErrorf("--lease-duration must be at least 1s")
-		case !leaseTableRE.MatchString(o.LeaseTable):
-			return usageErrorf("--lease-table %q is not a DynamoDB table name (3 to 255 characters of a-z, A-Z, 0-9, _ . -)", o.LeaseTable)
+		}
+		if err := checkTableName("--lease-table", o.LeaseTable); err != nil {
+			return err
 		}
 		if o.WorkerID == "" {
 			o.WorkerID = defaultWorkerID()
@@ -396,6 +397,15 @@ func isBrokenPipe(err error) bool {
 }
 
 var leaseTableRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// checkTableName refuses a DynamoDB table name the service would refuse,
+// before anything is sent.
+func checkTableName(flag, name string) error {
+	if !leaseTableRE.MatchString(name) {
+		return usageErrorf("%s %q is not a DynamoDB table name (3 to 255 characters of a-z, A-Z, 0-9, _ . -)", flag, name)
+	}
+	return nil
+}
 
 // defaultWorkerID is host:pid:random, unique per process.
 func defaultWorkerID() string {

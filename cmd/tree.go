@@ -100,8 +100,10 @@ keys, and the tool says so instead.`,
 				}
 				opts.Key = &key
 			}
-			if c.Flags().Changed("kcl-table") && !leaseTableRE.MatchString(opts.KCLTable) {
-				return usageErrorf("--kcl-table %q is not a DynamoDB table name (3 to 255 characters of a-z, A-Z, 0-9, _ . -)", opts.KCLTable)
+			if c.Flags().Changed("kcl-table") {
+				if err := checkTableName("--kcl-table", opts.KCLTable); err != nil {
+					return err
+				}
 			}
 			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
 			if err != nil {

@@ -12,11 +12,6 @@ package cmd
 //   - nothing changed: no call that writes was sent, the stream's listing
 //     is the same before and after the table, and a checkpoint file's bytes
 //     and mode are as they were.
-//
-// A few cases document a bug whose fix lies outside cmd/ (cmd/tail.go,
-// tail/): they carry `bug`, and while the binary still shows exactly that
-// wrong behaviour they are skipped with the bug named; once fixed they
-// pass like the others (then delete the field).
 
 import (
 	"context"
@@ -58,10 +53,6 @@ type biCase struct {
 	checkpoint string
 	// dashboard: run in-process with terminal streams.
 	dashboard bool
-	// bug: a known bug outside cmd/'s files (see the report), and the exit
-	// code it shows today; while that is what happens, the case is skipped.
-	bug     string
-	bugCode int
 	// skip: why this backend cannot run the case ("" runs it).
 	skip string
 }
@@ -151,13 +142,11 @@ func TestBadInput(t *testing.T) {
 		// Unknown shard: needs the listing.
 		{name: "unknown shard/split", args: yes("split", stream, "99"), code: 1, msg: "has no shard shardId-000000000099"},
 		{name: "unknown shard/merge", args: yes("merge", stream, "0", "99"), code: 1, msg: "has no shard shardId-000000000099"},
-		{name: "unknown shard/tail --shard", args: tailArgs("--shard", "99"), code: 1, msg: "shardId-000000000099 is not a shard of stream",
-			bug: "cmd/tail.go maps tail.ErrShardNotFound to a usage error (exit 2) although the service was asked", bugCode: 2},
+		{name: "unknown shard/tail --shard", args: tailArgs("--shard", "99"), code: 1, msg: "shardId-000000000099 is not a shard of stream"},
 		usage("bad shard id/split", yes("split", stream, "x1"), `shard "x1" is not a shard id`),
 		usage("bad shard id/merge", yes("merge", stream, "0", "shardId-x"), `shard "shardId-x" is not a shard id`),
 		usage("bad shard id/tail", tailArgs("--shard", "1234567890123"), `shard "1234567890123" is not a shard id`),
-		{name: "empty shard id/tail", args: tailArgs("--shard", "", "--idle-exit", "1s"), code: 2, msg: "shard",
-			bug: "cmd/tail.go tests o.Shard != \"\" instead of Flags().Changed(\"shard\"): --shard \"\" reads every shard", bugCode: 0},
+		{name: "empty shard id/tail", args: tailArgs("--shard", "", "--idle-exit", "1s"), code: 2, msg: "shard"},
 		usage("same shard twice/merge", yes("merge", stream, "1", "shardId-000000000001"), "cannot merge shard shardId-000000000001 with itself"),
 
 		// Malformed stream names and ARNs, on every command.
@@ -228,8 +217,7 @@ func TestBadInput(t *testing.T) {
 		usage("timestamp/tail negative duration", tailArgs("--from-timestamp", "-5m"), "must be positive"),
 		usage("timestamp/tail future Unix seconds", tailArgs("--from-timestamp", "99999999999"), "is not a Unix time in the past"),
 		usage("timestamp/tail month 13", tailArgs("--from-timestamp", "2026-13-01T00:00:00Z"), "is not a timestamp"),
-		{name: "timestamp/tail empty", args: tailArgs("--from-timestamp", "", "--idle-exit", "1s"), code: 2, msg: "empty timestamp",
-			bug: "cmd/tail.go tests o.FromTimestamp != \"\" instead of Flags().Changed(\"from-timestamp\"): --from-timestamp \"\" reads from the oldest record", bugCode: 0},
+		{name: "timestamp/tail empty", args: tailArgs("--from-timestamp", "", "--idle-exit", "1s"), code: 2, msg: "empty timestamp"},
 		usage("timestamp/tree word", []string{"tree", stream, "--at", "nope"}, `"nope" is not a timestamp`),
 		usage("timestamp/tree future", []string{"tree", stream, "--at", "2099-01-01T00:00:00Z"}, "is in the future"),
 		usage("timestamp/tree zero duration", []string{"tree", stream, "--at", "0s"}, "must be positive"),
@@ -278,8 +266,7 @@ func TestBadInput(t *testing.T) {
 		usage("lease table/tail with --key", []string{"tail", stream, "--lease-table", "leases", "--key", "k"}, "--lease-table shares the whole stream"),
 		usage("lease table/tail --lease-duration 10ms", []string{"tail", stream, "--lease-table", "leases", "--lease-duration", "10ms"}, "--lease-duration must be at least 1s"),
 		usage("lease table/tail --worker-id alone", []string{"tail", stream, "--worker-id", "w1"}, "go with --lease-table"),
-		{name: "lease table/tail empty name", args: []string{"tail", stream, "--lease-table", "", "--idle-exit", "1s"}, code: 2, msg: "--lease-table",
-			bug: `cmd/tail.go tests o.LeaseTable != "" instead of Flags().Changed("lease-table"): --lease-table "" tails alone with a checkpoint file`, bugCode: 0},
+		{name: "lease table/tail empty name", args: []string{"tail", stream, "--lease-table", "", "--idle-exit", "1s"}, code: 2, msg: "--lease-table"},
 		usage("lease table/tree bad name", []string{"tree", stream, "--kcl-table", "bad name!"}, `--kcl-table "bad name!" is not a DynamoDB table name`),
 		usage("lease table/tree empty name", []string{"tree", stream, "--kcl-table", ""}, `--kcl-table "" is not a DynamoDB table name`),
 		{name: "lease table/dashboard bad name", args: []string{"dashboard", stream, "--kcl-table", "ab"}, dashboard: true, code: 2, msg: `--kcl-table "ab" is not a DynamoDB table name`},
@@ -297,8 +284,7 @@ func TestBadInput(t *testing.T) {
 		{name: "checkpoint/a directory", args: []string{"tail", stream, "--checkpoint", cpDir}, code: 1, msg: "checkpoint file " + cpDir + " is a directory"},
 		{name: "checkpoint/not a regular file", args: []string{"tail", stream, "--checkpoint", os.DevNull}, code: 1, msg: "is not a regular file"},
 		{name: "checkpoint/directory cannot be made", args: []string{"tail", stream, "--checkpoint", filepath.Join(regular, "cp.json")}, checkpoint: regular, code: 1, msg: "not a directory"},
-		{name: "checkpoint/corrupt and readable by others", args: []string{"tail", stream, "--checkpoint", readable}, checkpoint: readable, code: 1, msg: "checkpoint file is not valid",
-			bug: "tail/filestore.go tightens the mode (0644 to 0600, with a warning line) before it reads the file, so a file it then refuses is not left untouched", bugCode: -1},
+		{name: "checkpoint/corrupt and readable by others", args: []string{"tail", stream, "--checkpoint", readable}, checkpoint: readable, code: 1, msg: "checkpoint file is not valid"},
 		biUnreadable(t, dir, stream),
 
 		// Endpoints, configuration and regions.
@@ -349,9 +335,6 @@ func TestBadInput(t *testing.T) {
 					t.Skip(tc.skip)
 				}
 				res, calls := biRun(t, e, tc)
-				if tc.bug != "" && (res.code == tc.bugCode || tc.bugCode == -1 && biBugStillThere(tc, snaps[tc.checkpoint].mode, res)) {
-					t.Skipf("known bug, fix described in the report: %s (exit %d, stderr %q)", tc.bug, res.code, res.stderr)
-				}
 				if res.code != tc.code {
 					t.Errorf("exit %d, want %d", res.code, tc.code)
 				}
@@ -425,13 +408,6 @@ func biRun(t *testing.T, e *emulator.Emulator, tc biCase) (cliResult, map[string
 	}
 	env = append(env, tc.env...)
 	return runBinary(t, env, tc.stdin, tc.args...), inj.Counts()
-}
-
-// biBugStillThere: the readable-corrupt-checkpoint bug shows as a warning
-// line before the error and the mode tightened.
-func biBugStillThere(tc biCase, mode fs.FileMode, res cliResult) bool {
-	st, err := os.Stat(tc.checkpoint)
-	return err == nil && st.Mode() != mode && strings.HasPrefix(res.stderr, "warning: checkpoint file "+tc.checkpoint+" was readable by others")
 }
 
 // biUnreadable is a checkpoint file its owner cannot read: mode 0000,

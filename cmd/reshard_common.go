@@ -102,6 +102,11 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 		return err
 	}
 	in := reshard.Input{Stream: reshard.Stream{Name: ref.Name, ARN: sum.ARN, Status: sum.Status, Mode: sum.Mode}, Graph: g}
+	if reshard.MayOpenShards(in, goal) {
+		// A plan that outgrows the account's shard quota would fail
+		// part-way; the planner refuses it up front when the quota is known.
+		in.Quota, in.QuotaErr = reshard.LoadQuota(ctx, api)
+	}
 	toSample, err := reshard.SampleShards(in, goal)
 	if err != nil {
 		return err

@@ -320,7 +320,7 @@ func TestScaleBothMethods(t *testing.T) {
 			}
 			if tc.method == "update-shard-count" {
 				// The count is the service's promise; kinesis-mock's ranges are uneven.
-				if len(d.Steps) != 1 || d.Steps[0].Call != "UpdateShardCount" || d.Steps[0].Args.TargetShardCount != tc.to || d.ExactLayout || len(d.Notes) != 3 {
+				if len(d.Steps) != 1 || d.Steps[0].Call != "UpdateShardCount" || d.Steps[0].Args.TargetShardCount != tc.to || d.ExactLayout || len(d.Notes) != 3+min(max(tc.to-tc.from, 0), 1) {
 					t.Fatalf("plan %+v", d)
 				}
 				return
@@ -547,6 +547,87 @@ func TestReshardWhileUpdating(t *testing.T) {
 		if w, d := strings.Index(r.stderr, wait), strings.Index(r.stderr, done); w < 0 || d < w {
 			t.Fatalf("step %d was not waited for:\n%s", i, r.stderr)
 		}
+	}
+}
+
+// TestReshardRespectsShardQuota uses an emulator of its own with a 6-shard
+// quota: a plan that needs more shards than the account has free is refused
+// before any call (a splits plan would otherwise stop half-way), one that
+// fits says how much of the quota it uses, and a quota that cannot be read
+// is a note, not a refusal (the service still enforces it).
+//
+// kinesis-mock counts closed shards toward its limit, AWS counts open ones
+// (DescribeLimits' OpenShardCount, which the planner uses); the steps here
+// stay where both agree.
+func TestReshardRespectsShardQuota(t *testing.T) {
+	shared := emulator.Require(t)
+	if shared.PID == 0 || !shared.Caps.DescribeLimits || !shared.Caps.ShardLimit || !shared.Caps.Reshard {
+		t.Skip("needs an emulator the harness starts, with DescribeLimits and a shard limit")
+	}
+	e, err := emulator.Start(context.Background(), emulator.Options{Backend: shared.Backend, ShardLimit: 6, StateDuration: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	c := e.Client(t)
+	name := emulator.StreamName(t)
+	e.CreateStream(t, c, name, 3)
+	e.CreateStream(t, c, name+"-other", 2) // the quota is the account's, not the stream's
+	before := rsListing(t, c, name)
+
+	for _, args := range [][]string{
+		{"scale", name, "--to", "5", "--method", "splits", "--yes"},
+		{"scale", name, "--to", "5", "--yes"},
+		{"scale", name, "--to", "5", "--method", "splits", "--dry-run"},
+	} {
+		r := runCLI(t, e.Endpoint, "", args...)
+		want := fmt.Sprintf("error: this scale of stream %s opens up to 2 more shards, but the account has 5 of its 6-shard quota in this region open (1 free): ask AWS for a higher shard quota (Service Quotas, Kinesis \"Shards per Region\") or close shards elsewhere first\n", name)
+		if r.code != 1 || r.stdout != "" || r.stderr != want {
+			t.Fatalf("%v: exit %d\nstdout:\n%s\nstderr:\n%s\nwant %s", args, r.code, r.stdout, r.stderr, want)
+		}
+	}
+	if after := rsListing(t, c, name); !slices.Equal(before, after) {
+		t.Fatal("a refused scale changed the stream")
+	}
+
+	r := runCLI(t, e.Endpoint, "", "split", name, "0", "--yes", "-o", "json")
+	rsOK(t, r)
+	d := rsParse(t, r.stdout)
+	if n := d.Notes[len(d.Notes)-1]; n != "The account has 5 of its 6-shard quota in this region open; this opens up to 1 more shard." || !d.Result.Completed {
+		t.Fatalf("notes %q, result %+v", d.Notes, d.Result)
+	}
+	// The quota is full now: a split is refused up front, a merge is not.
+	before = rsListing(t, c, name)
+	r = runCLI(t, e.Endpoint, "", "split", name, "1", "--yes")
+	want := "error: this split of stream " + name + " opens up to 1 more shard, but the account has 6 of its 6-shard quota in this region open (0 free)"
+	if r.code != 1 || r.stdout != "" || !strings.HasPrefix(r.stderr, want) || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if after := rsListing(t, c, name); !slices.Equal(before, after) {
+		t.Fatal("a refused split changed the stream")
+	}
+	open := rsOpenIDs(rsGraph(t, c, name))
+	rsOK(t, runCLI(t, e.Endpoint, "", "merge", name, open[0], open[1], "--yes"))
+
+	// DescribeLimits throttled: the plan goes ahead with a note, and the
+	// service's own limit (kinesis-mock's, counting closed shards) refuses
+	// the call; nothing changes.
+	in := faults.New(1, faults.Rule{Op: "DescribeLimits", Kind: faults.LimitExceeded})
+	p := in.Proxy(t, e.Endpoint)
+	before = rsListing(t, c, name)
+	r = runCLI(t, p.URL, "", "split", name, rsOpenIDs(rsGraph(t, c, name))[0], "--yes", "-o", "json")
+	d = rsParse(t, r.stdout)
+	if n := d.Notes[len(d.Notes)-1]; !strings.HasPrefix(n, "The account's shard quota was not checked (DescribeLimits was throttled (it allows one call per second per account)); this opens up to 1 more shard") {
+		t.Fatalf("notes %q", d.Notes)
+	}
+	if r.code != 1 || d.Result == nil || d.Result.Completed || !strings.Contains(d.Result.Error, "limit exceeded (not retried)") {
+		t.Fatalf("exit %d %+v\n%s", r.code, d.Result, r.stderr)
+	}
+	if after := rsListing(t, c, name); !slices.Equal(before, after) {
+		t.Fatal("a split refused by the service changed the stream")
+	}
+	if n := in.Counts()["DescribeLimits"]; n != 1 {
+		t.Fatalf("DescribeLimits sent %d times, want once", n)
 	}
 }
 

@@ -31,6 +31,9 @@ var (
 	// ErrTargetOutOfLimits: UpdateShardCount cannot reach the target in one
 	// call (half to double the open shards).
 	ErrTargetOutOfLimits = errors.New("target outside the UpdateShardCount limits")
+	// ErrShardQuota: the plan would open more shards than the account's
+	// shard quota leaves free (DescribeLimits).
+	ErrShardQuota = errors.New("account shard quota too small")
 	// ErrInconsistent: the open shards do not tile the key space, as in a
 	// listing taken mid-reshard.
 	ErrInconsistent = errors.New("open shards do not cover the key space")

@@ -210,6 +210,11 @@ type Input struct {
 	// Sample is sampled traffic (optional): it adds traffic shares to the
 	// layouts, and a split at the median needs it.
 	Sample *Sample
+	// Quota is the account's shard quota (optional, from LoadQuota): a plan
+	// that opens more shards than it leaves free is refused. When it is nil,
+	// QuotaErr (if set) says why, and the preview notes it was not checked.
+	Quota    *Quota
+	QuotaErr error
 }
 
 // Goal is what the user asked for: a SplitGoal, a MergeGoal or a ScaleGoal.
@@ -264,6 +269,9 @@ func SampleShards(in Input, g Goal) ([]*lineage.Shard, error) {
 				return nil, err
 			}
 		}
+		if _, err := checkQuota(in, ActionSplit, 1); err != nil {
+			return nil, err
+		}
 		return []*lineage.Shard{sh}, nil
 	case MergeGoal:
 		lower, upper, err := mergePair(in, g)
@@ -273,6 +281,12 @@ func SampleShards(in Input, g Goal) ([]*lineage.Shard, error) {
 		return []*lineage.Shard{lower, upper}, nil
 	case ScaleGoal:
 		if err := checkTarget(in, len(open), g); err != nil {
+			return nil, err
+		}
+		// The plan may need more (evening out opens one shard first),
+		// which NewPlan checks; this refuses what is sure to fail before
+		// any record is sampled.
+		if _, err := checkQuota(in, ActionScale, g.Target-len(open)); err != nil {
 			return nil, err
 		}
 		return open, nil
@@ -311,6 +325,13 @@ func NewPlan(in Input, g Goal) (*Plan, error) {
 		if p.After, err = p.LayoutAfter(len(p.Steps) - 1); err != nil {
 			return nil, fmt.Errorf("reshard: internal error: %w", err)
 		}
+	}
+	note, err := checkQuota(in, p.Action, p.growth())
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		p.Notes = append(p.Notes, note)
 	}
 	if in.Sample != nil {
 		p.Sample = in.Sample

@@ -56,6 +56,9 @@ type Caps struct {
 	// SubscribeToShard works on no backend from Go.
 	Consumers bool
 	// ShardLimit: Options.ShardLimit is enforced with LimitExceededException.
+	// kinesis-mock counts every shard it still lists toward it, closed ones
+	// included, while AWS (and DescribeLimits' OpenShardCount, on
+	// kinesis-mock too) counts open shards only.
 	ShardLimit bool
 	// ValidatesSplitKey: a NewStartingHashKey at the start or end of the range
 	// is rejected as AWS does (kinesis-mock accepts it).

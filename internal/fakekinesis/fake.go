@@ -42,6 +42,10 @@ type Fake struct {
 	Hook func(op string, in any) error
 	// Now is the clock for arrival times; nil = time.Now.
 	Now func() time.Time
+	// ShardLimit is the account's shard quota DescribeLimits reports (its
+	// OpenShardCount counts the open shards of every stream); 0 = 500.
+	// SplitShard does not enforce it.
+	ShardLimit int
 
 	calls    map[string]int
 	getCalls map[string][]time.Time // GetRecords attempts per shard
@@ -320,6 +324,30 @@ func (f *Fake) DescribeStreamSummary(ctx context.Context, in *kinesis.DescribeSt
 		StreamCreationTimestamp: aws.Time(s.Created), OpenShardCount: aws.Int32(int32(open)), RetentionPeriodHours: aws.Int32(24),
 		StreamModeDetails: &types.StreamModeDetails{StreamMode: types.StreamModeProvisioned},
 	}}, nil
+}
+
+// DescribeLimits implements the SDK call: the quota is ShardLimit, the
+// open count is that of every stream.
+func (f *Fake) DescribeLimits(ctx context.Context, in *kinesis.DescribeLimitsInput, _ ...func(*kinesis.Options)) (*kinesis.DescribeLimitsOutput, error) {
+	if err := f.call("DescribeLimits", in); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	open := 0
+	for _, s := range f.streams {
+		for _, sh := range s.shards {
+			if !sh.Closed {
+				open++
+			}
+		}
+	}
+	limit := f.ShardLimit
+	if limit == 0 {
+		limit = 500
+	}
+	return &kinesis.DescribeLimitsOutput{ShardLimit: aws.Int32(int32(limit)), OpenShardCount: aws.Int32(int32(open)),
+		OnDemandStreamCount: aws.Int32(0), OnDemandStreamCountLimit: aws.Int32(50)}, nil
 }
 
 // ListShards implements the SDK call with AWS's paging rules: a NextToken

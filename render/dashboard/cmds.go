@@ -30,6 +30,10 @@ type (
 		sum   *kstream.Summary
 		graph *lineage.Graph
 		err   error
+		// quotaRead: quota and quotaErr are a fresh DescribeLimits.
+		quotaRead bool
+		quota     *reshard.Quota
+		quotaErr  error
 	}
 	checkpointMsg struct {
 		gen int
@@ -115,9 +119,13 @@ func pageStreams(ctx context.Context, api kinesis.ListStreamsAPIClient) ([]strin
 	return slices.Compact(names), nil
 }
 
-// loadStreamCmd describes the stream and lists its shards.
+// loadStreamCmd describes the stream and lists its shards, and reads the
+// account's shard quota for the split preview when it is due (when the
+// stream is opened and after each action: DescribeLimits allows one call
+// per second per account, so not on every refresh).
 func (m *Model) loadStreamCmd() tea.Cmd {
 	ctx, api, ref, gen, timeout := m.ctx, m.opts.API, m.ref, m.gen, m.opts.CallTimeout
+	withQuota := m.quotaDue && !m.opts.ReadOnly
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
@@ -126,7 +134,12 @@ func (m *Model) loadStreamCmd() tea.Cmd {
 			return streamMsg{gen: gen, err: err}
 		}
 		g, err := lineage.Load(ctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
-		return streamMsg{gen: gen, sum: sum, graph: g, err: err}
+		msg := streamMsg{gen: gen, sum: sum, graph: g, err: err}
+		if err == nil && withQuota {
+			msg.quotaRead = true
+			msg.quota, msg.quotaErr = reshard.LoadQuota(ctx, api)
+		}
+		return msg
 	}
 }
 

@@ -161,18 +161,23 @@ type Model struct {
 	picker picker
 
 	// The open stream.
-	ref       kstream.Ref
-	gen       int // bumped whenever another stream is opened
-	sum       *kstream.Summary
-	graph     *lineage.Graph
-	loadedAt  time.Time
-	loading   bool
-	selected  string
-	focus     pane
-	tree      treePane
-	table     shardTable
-	records   recordPane
-	checkpt   map[string]tail.Position
+	ref      kstream.Ref
+	gen      int // bumped whenever another stream is opened
+	sum      *kstream.Summary
+	graph    *lineage.Graph
+	loadedAt time.Time
+	loading  bool
+	selected string
+	focus    pane
+	tree     treePane
+	table    shardTable
+	records  recordPane
+	checkpt  map[string]tail.Position
+	// The account's shard quota for the planner, read with the listing
+	// when quotaDue.
+	quota     *reshard.Quota
+	quotaErr  error
+	quotaDue  bool
 	filter    string
 	filtering bool
 	input     lineInput
@@ -209,7 +214,7 @@ func New(o Options) *Model {
 		input: lineInput{prompt: "/", limit: 128}}
 	if o.Stream.Name != "" {
 		m.screen, m.ref = screenStream, o.Stream
-		m.loading = true
+		m.loading, m.quotaDue = true, true
 	}
 	return m
 }
@@ -543,6 +548,7 @@ func (m *Model) open(ref kstream.Ref) tea.Cmd {
 	m.screen, m.fromPicker, m.ref = screenStream, true, ref
 	m.gen++
 	m.sum, m.graph, m.selected, m.checkpt = nil, nil, "", nil
+	m.quota, m.quotaErr, m.quotaDue = nil, nil, true
 	m.tree = newTreePane(m.th, m.keys)
 	m.table = newShardTable(m.th, m.keys)
 	m.records.clear()
@@ -597,6 +603,9 @@ func (m *Model) streamLoaded(msg streamMsg) tea.Cmd {
 	}
 	first := m.graph == nil
 	m.sum, m.loadedAt = msg.sum, m.now()
+	if msg.quotaRead {
+		m.quota, m.quotaErr, m.quotaDue = msg.quota, msg.quotaErr, false
+	}
 	m.setGraph(msg.graph)
 	var cmds []tea.Cmd
 	if m.opts.Checkpoint != "" {
@@ -716,7 +725,7 @@ func (m *Model) togglePause() tea.Cmd {
 // planInput is what the planner checks the action against.
 func (m *Model) planInput() reshard.Input {
 	s := m.sum
-	return reshard.Input{Stream: reshard.Stream{Name: s.Name, ARN: s.ARN, Status: s.Status, Mode: s.Mode}, Graph: m.graph}
+	return reshard.Input{Stream: reshard.Stream{Name: s.Name, ARN: s.ARN, Status: s.Status, Mode: s.Mode}, Graph: m.graph, Quota: m.quota, QuotaErr: m.quotaErr}
 }
 
 // actionAllowed says why no action can start now ("" when one can).
@@ -964,7 +973,8 @@ func (m *Model) executed(msg execDoneMsg) tea.Cmd {
 			m.selectShard(opened[0])
 		}
 	}
-	// Describe again for the header (status, open count).
-	m.loading = true
+	// Describe again for the header (status, open count), and the quota
+	// for the next action.
+	m.loading, m.quotaDue = true, true
 	return m.loadStreamCmd()
 }

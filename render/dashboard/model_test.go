@@ -372,6 +372,47 @@ func TestDashboardRefusals(t *testing.T) {
 	d.mustContain("UPDATING")
 }
 
+// The split preview checks the account's shard quota like the commands; it
+// is read when the stream opens and after each action, not on refreshes.
+func TestDashboardShardQuota(t *testing.T) {
+	f := newFake(t)
+	f.ShardLimit = 7 // 6 open: orders 3, audit-log 1, clicks 2
+	d := newDriver(t, testOptions(f, "orders"), 120, 40)
+	d.loaded()
+	d.keys("tab", "j", "j", "s", "enter")
+	d.mustContain("Note: The account has 6 of its 7-shard quota in this region open; this opens up to 1 more shard.")
+	d.keys("y")
+	d.until("the split", func() bool { return d.m.dialog == nil })
+	d.settle()
+	if f.Calls("SplitShard") != 1 || f.Calls("DescribeLimits") != 2 {
+		t.Fatalf("SplitShard %d, DescribeLimits %d", f.Calls("SplitShard"), f.Calls("DescribeLimits"))
+	}
+	d.keys("r")
+	d.settle()
+	if n := f.Calls("DescribeLimits"); n != 2 {
+		t.Fatalf("a refresh read the quota (%d calls)", n)
+	}
+	d.keys("s")
+	if d.m.dialog != nil {
+		t.Fatal("split dialog with the quota full")
+	}
+	want := "error: this split of stream orders opens up to 1 more shard, but the account has 7 of its 7-shard quota in this region open (0 free)"
+	if got := d.statusText(); !strings.HasPrefix(got, want) {
+		t.Fatalf("status %q", got)
+	}
+	if f.Calls("SplitShard") != 1 {
+		t.Fatal("SplitShard sent over the quota")
+	}
+	// Read-only: no action, so no quota read.
+	g := newFake(t)
+	o := testOptions(g, "orders")
+	o.ReadOnly = true
+	newDriver(t, o, 120, 40).loaded()
+	if n := g.Calls("DescribeLimits"); n != 0 {
+		t.Fatalf("read-only dashboard called DescribeLimits %d times", n)
+	}
+}
+
 func TestDashboardReadOnly(t *testing.T) {
 	f := newFake(t)
 	o := testOptions(f, "orders")

@@ -26,6 +26,7 @@ type DashboardOptions struct {
 	Checkpoint   string
 	Refresh      time.Duration
 	PollInterval time.Duration
+	Paused       bool
 	KCLTable     string
 	Leases       leases.DynamoAPI
 }
@@ -51,8 +52,10 @@ table and a live record pane:
 
 The sampling reader paces itself like ` + "`tail`" + `: about one GetRecords call per
 --poll-interval per caught-up shard, never more than five a second; p pauses
-it (no calls at all) and resumes it from the tip. The listing is refreshed
-every --refresh without blocking the keyboard.
+it (no calls at all) and resumes it from the tip. The reader is one more
+consumer of every open shard: on a stream whose readers are already
+throttled, start with --paused and press p only when you need the figures.
+The listing is refreshed every --refresh without blocking the keyboard.
 
 s splits the selected shard (at the middle, at a percentage of its range, or
 balanced at the median hash of sampled traffic) and m merges it with its
@@ -100,6 +103,7 @@ p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "show the positions saved in this tail checkpoint `FILE`")
 	fl.DurationVar(&opts.Refresh, "refresh", 5*time.Second, "how often the shards are listed again (≥ 1s)")
 	fl.DurationVar(&opts.PollInterval, "poll-interval", tail.DefaultPollInterval, "how often the sampling reader polls a caught-up shard (≥ 200ms)")
+	fl.BoolVar(&opts.Paused, "paused", false, "start with the sampling reader paused: no GetRecords call until p is pressed")
 	fl.StringVar(&opts.KCLTable, "kcl-table", "", "overlay a KCL application's DynamoDB lease `TABLE` on the tree (owners, checkpoints, blocked children)")
 	return c
 }
@@ -148,6 +152,7 @@ func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstrea
 		Now:             f.Now,
 		RefreshInterval: o.Refresh,
 		PollInterval:    o.PollInterval,
+		Paused:          o.Paused,
 		Context:         ctx,
 	})
 	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithInput(f.IO.In), tea.WithOutput(f.IO.Out))

@@ -69,6 +69,9 @@ type Options struct {
 	// NoReader starts no sampling reader (tests, golden screens): records
 	// and polls then come only from messages sent by the caller.
 	NoReader bool
+	// Paused starts with the sampling reader paused (--paused): no
+	// GetRecords call until p is pressed.
+	Paused bool
 	// Wait tunes the wait for ACTIVE after a split or merge.
 	Wait kstream.WaitOptions
 	// Sample bounds the traffic sample of a balanced split.
@@ -211,7 +214,7 @@ func New(o Options) *Model {
 	m := &Model{opts: o, th: o.Theme, keys: keys, ctx: ctx, cancel: cancel,
 		picker: newPicker(o.Theme, keys), tree: newTreePane(o.Theme, keys), table: newShardTable(o.Theme, keys),
 		records: newRecordPane(o.Theme, keys, o.Location), figs: newFigures(o.Window), snap: map[string]shardSnap{},
-		input: lineInput{prompt: "/", limit: 128}}
+		input: lineInput{prompt: "/", limit: 128}, paused: o.Paused}
 	if o.Stream.Name != "" {
 		m.screen, m.ref = screenStream, o.Stream
 		m.loading, m.quotaDue = true, true

@@ -70,3 +70,30 @@ func TestDashboardSamplingReader(t *testing.T) {
 	putKeys(f, "orders", 3)
 	d.until("the new records", func() bool { return d.m.records.seen == 15 })
 }
+
+// --paused: no GetRecords call until p, then a reader from the tip.
+func TestDashboardStartsPaused(t *testing.T) {
+	f := newFake(t)
+	o := testOptions(f, "orders")
+	o.NoReader = false
+	o.Paused = true
+	o.PollInterval = 300 * time.Millisecond
+	d := newDriver(t, o, 120, 40)
+	d.loaded()
+	if d.m.reading || !d.m.paused {
+		t.Fatalf("reading %v, paused %v", d.m.reading, d.m.paused)
+	}
+	d.mustContain("paused (p resumes)")
+	time.Sleep(700 * time.Millisecond)
+	d.settle()
+	if n := f.Calls("GetRecords") + f.Calls("GetShardIterator"); n != 0 {
+		t.Fatalf("%d reads while started paused", n)
+	}
+	d.keys("p")
+	if !d.m.reading || d.m.paused {
+		t.Fatalf("after p: reading %v, paused %v", d.m.reading, d.m.paused)
+	}
+	d.until("a poll of every open shard", func() bool { return len(d.m.figs.shards) == 3 })
+	putKeys(f, "orders", 4)
+	d.until("the records", func() bool { return d.m.records.seen == 4 })
+}

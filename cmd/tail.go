@@ -266,7 +266,7 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 
 	var coord tail.Coordinator
 	if o.LeaseTable != "" {
-		w, err := openLeaseWorker(ctx, f, o)
+		w, err := openLeaseWorker(ctx, f, sum, o)
 		if err != nil {
 			return err
 		}
@@ -418,9 +418,10 @@ func defaultWorkerID() string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// openLeaseWorker checks (or creates, after asking) the lease table and
-// returns this process's lease worker.
-func openLeaseWorker(ctx context.Context, f *Factory, o *TailOptions) (*leases.Worker, error) {
+// openLeaseWorker checks (or creates, after asking) the lease table, ties
+// it to the stream (or checks it is this stream's) and returns this
+// process's lease worker.
+func openLeaseWorker(ctx context.Context, f *Factory, sum *kstream.Summary, o *TailOptions) (*leases.Worker, error) {
 	err := leases.CheckTable(ctx, o.Leases, o.LeaseTable)
 	if errors.Is(err, leases.ErrNoTable) {
 		switch {
@@ -440,6 +441,9 @@ func openLeaseWorker(ctx context.Context, f *Factory, o *TailOptions) (*leases.W
 		}
 		p.Stop("created lease table " + o.LeaseTable)
 	} else if err != nil {
+		return nil, err
+	}
+	if err := leases.ClaimTable(ctx, o.Leases, o.LeaseTable, tail.StreamIdentity{Name: sum.Name, ARN: sum.ARN, Created: sum.Created}); err != nil {
 		return nil, err
 	}
 	wo := leases.WorkerOptions{Table: o.LeaseTable, WorkerID: o.WorkerID, Start: o.start, LeaseDuration: o.LeaseDuration}

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -10,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases"
+	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
 // arrival is a line with when the test read it (the worker wrote it).
@@ -44,8 +48,8 @@ func (m *mergedOutput) poll(procs map[string]*tailProc) {
 }
 
 // Several `tail --lease-table` workers share one stream through a lease
-// table on dynalite, while records and reshards keep coming and one
-// worker is killed: every record is delivered, each key's records come out
+// table on dynalite, while records and reshards keep coming: two, then
+// three (one lease each), then one of the three is killed: every record is delivered, each key's records come out
 // in order (allowing replays after the failover), parents before children
 // across workers, and the live workers share the leases.
 func TestTailLeaseWorkers(t *testing.T) {
@@ -98,10 +102,28 @@ func TestTailLeaseWorkers(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	splitShard(t, e, c, stream, openIDs(t, c, stream)[0])
 	w.round(3)
-	time.Sleep(time.Second)
+	// A third worker: three open shards, one lease each once balanced.
+	start("c")
+	dc := dynamodb.New(d.ClientOptions())
+	owners := func() map[string]int {
+		ls, err := leases.Scan(context.Background(), dc, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, l := range ls {
+			if !l.Finished() {
+				n[l.Owner]++
+			}
+		}
+		return n
+	}
+	waitFor(t, 20*time.Second, "a, b and c to hold a lease each", func() bool {
+		n := owners()
+		return n["a"] == 1 && n["b"] == 1 && n["c"] == 1
+	})
 	procs["a"].cmd.Process.Kill() // no Release: its leases must expire
 	procs["a"].wait(t, 10*time.Second)
-	start("c")
 	mergeOpen(t, e, c, stream, 1)
 	w.round(3)
 	splitShard(t, e, c, stream, openIDs(t, c, stream)[0])
@@ -119,20 +141,29 @@ func TestTailLeaseWorkers(t *testing.T) {
 	waitFor(t, 60*time.Second, "every record from the live workers", func() bool { return delivered() >= w.total() })
 
 	// The live workers share the open shards' leases.
-	dc := dynamodb.New(d.ClientOptions())
 	waitFor(t, 20*time.Second, "b and c to share the leases", func() bool {
-		ls, err := leases.Scan(context.Background(), dc, table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		owners := map[string]int{}
-		for _, l := range ls {
-			if !l.Finished() {
-				owners[l.Owner]++
-			}
-		}
-		return owners["b"] > 0 && owners["c"] > 0 && owners["a"] == 0 && owners[""] == 0
+		n := owners()
+		return n["b"] > 0 && n["c"] > 0 && n["a"] == 0 && n[""] == 0
 	})
+	// A last round, now that b and c hold the open shards between them:
+	// every open shard takes one of the keys, so each live worker prints
+	// some of it (before, a worker may have held only shards whose records
+	// another had already read).
+	g, err := lineage.Load(context.Background(), c, lineage.ListOptions{StreamName: stream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range g.Open() {
+		hit := false
+		for k := range w.keys {
+			hit = hit || sh.Range.Contains(lineage.PartitionKeyHash(fmt.Sprintf("key-%02d", k)))
+		}
+		if !hit {
+			t.Fatalf("open shard %s holds none of the %d keys: the last round cannot reach its owner", sh.ID, w.keys)
+		}
+	}
+	w.round(1)
+	waitFor(t, 60*time.Second, "the last round", func() bool { return delivered() >= w.total() })
 
 	for _, id := range []string{"b", "c"} {
 		procs[id].cmd.Process.Signal(syscall.SIGINT)
@@ -215,5 +246,42 @@ func TestTailLeaseTableRefusals(t *testing.T) {
 	}
 	if ls, err := dynamodb.New(d.ClientOptions()).ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil || slices.Contains(ls.TableNames, "missing-table") {
 		t.Fatalf("the table was created anyway: %v %v", ls, err)
+	}
+}
+
+// A lease table belongs to one stream: after the stream is deleted and
+// re-created under the same name, its old SHARD_END leases must not stop
+// the new shards from being read, so the table is refused, unchanged.
+func TestTailLeaseTableOfARecreatedStream(t *testing.T) {
+	d := startDynalite(t)
+	e := emulator.Require(t)
+	c := e.Client(t)
+	stream := emulator.StreamName(t)
+	e.CreateStream(t, c, stream, 1)
+	e.Put(t, c, stream, []emulator.Rec{{PartitionKey: "k", Data: []byte("old")}})
+	table := "leases-" + stream
+	res := runCLIWithDynamo(t, d, "tail", stream, "--lease-table", table, "--create-lease-table", "--idle-exit", "1s", "-o", "json")
+	if res.code != 0 || strings.Count(res.stdout, "\n") != 1 {
+		t.Fatalf("first tail: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	dc := dynamodb.New(d.ClientOptions())
+	before, err := leases.Scan(context.Background(), dc, table)
+	if err != nil || len(before) != 1 {
+		t.Fatalf("leases %v %v", before, err)
+	}
+
+	if _, err := c.DeleteStream(context.Background(), &kinesis.DeleteStreamInput{StreamName: aws.String(stream)}); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitDeleted(t, c, stream)
+	e.CreateStream(t, c, stream, 1)
+	res = runCLIWithDynamo(t, d, "tail", stream, "--lease-table", table, "--idle-exit", "1s")
+	want := "a stream deleted and re-created under the same name is another stream: use another --lease-table, or delete this one to start over"
+	if res.code != 1 || res.stdout != "" || strings.Count(res.stderr, "\n") != 1 || !strings.Contains(res.stderr, "error: lease table belongs to another stream: "+table+" holds the leases of ") || !strings.Contains(res.stderr, want) {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q", res.code, res.stdout, res.stderr)
+	}
+	after, err := leases.Scan(context.Background(), dc, table)
+	if err != nil || len(after) != 1 || after[0].Counter != before[0].Counter || after[0].Checkpoint != before[0].Checkpoint {
+		t.Fatalf("the table changed: %v -> %v (%v)", before, after, err)
 	}
 }

@@ -206,27 +206,40 @@ func strSet(item map[string]types.AttributeValue, name string) ([]string, error)
 // Scan reads every lease of the table (all pages, consistent reads).
 // Rows that are not leases are skipped.
 func Scan(ctx context.Context, api DynamoAPI, table string) ([]Lease, error) {
-	var (
-		out   []Lease
-		start map[string]types.AttributeValue
-	)
+	var out []Lease
+	err := scanItems(ctx, api, table, func(item map[string]types.AttributeValue) error {
+		l, ok, err := ParseItem(item)
+		if err != nil {
+			return fmt.Errorf("lease table %s: %w", table, err)
+		}
+		if ok {
+			out = append(out, l)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// scanItems calls fn with every row of the table (all pages, consistent
+// reads) until fn fails.
+func scanItems(ctx context.Context, api DynamoAPI, table string, fn func(map[string]types.AttributeValue) error) error {
+	var start map[string]types.AttributeValue
 	for {
 		page, err := api.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), ExclusiveStartKey: start})
 		if err != nil {
-			return nil, fmt.Errorf("scan lease table %s: %w", table, err)
+			return fmt.Errorf("scan lease table %s: %w", table, err)
 		}
 		for _, item := range page.Items {
-			l, ok, err := ParseItem(item)
-			if err != nil {
-				return nil, fmt.Errorf("lease table %s: %w", table, err)
-			}
-			if ok {
-				out = append(out, l)
+			if err := fn(item); err != nil {
+				return err
 			}
 		}
 		if len(page.LastEvaluatedKey) == 0 {
-			sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-			return out, nil
+			return nil
 		}
 		start = page.LastEvaluatedKey
 	}

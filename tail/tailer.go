@@ -658,22 +658,32 @@ func (t *Tailer) relevant(s *shardState) bool {
 		return !s.haveRange || s.rng.Contains(*t.opts.Key)
 	}
 	if t.opts.Shard != "" {
-		return t.inSubtree(s.id, 0)
+		return t.inSubtree(s.id)
 	}
 	return true
 }
 
-func (t *Tailer) inSubtree(id string, depth int) bool {
-	if id == t.opts.Shard {
-		return true
-	}
-	s := t.shards[id]
-	if s == nil || depth > 100000 {
-		return false
-	}
-	for _, p := range s.parents {
-		if t.inSubtree(p, depth+1) {
+// inSubtree reports whether the --shard shard is id or one of its
+// ancestors. Each ancestor is visited once: a history of repeated splits
+// and merges has exponentially many paths to its roots.
+func (t *Tailer) inSubtree(id string) bool {
+	seen := map[string]bool{id: true}
+	stack := []string{id}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if id == t.opts.Shard {
 			return true
+		}
+		s := t.shards[id]
+		if s == nil {
+			continue
+		}
+		for _, p := range s.parents {
+			if !seen[p] {
+				seen[p] = true
+				stack = append(stack, p)
+			}
 		}
 	}
 	return false

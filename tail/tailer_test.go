@@ -420,6 +420,32 @@ func TestKeyAndShardFilters(t *testing.T) {
 	})
 }
 
+// --shard over a deep history: 40 split-and-merge cycles on the other
+// shard give 2^40 paths from its last child to the root. The filter visits
+// each ancestor once; walking every path never ended (runTail's deadline).
+func TestShardFilterOverDeepHistory(t *testing.T) {
+	w := newWorld(t, 2)
+	cur := "shardId-000000000000"
+	for range 40 {
+		lo, hi := w.fake.SplitHalf("s", cur)
+		cur = w.fake.Merge("s", lo, hi)
+	}
+	w.put(20, 40)
+	opts := fastOptions()
+	opts.Shard = "shardId-000000000001"
+	out := &sink{}
+	runTail(t, w.fake, NewMemoryStore(nil), opts, out)
+	recs := out.records()
+	if len(recs) == 0 {
+		t.Fatal("nothing read from the filtered shard")
+	}
+	for _, r := range recs {
+		if r.ShardID != opts.Shard {
+			t.Fatalf("read %s, outside --shard %s", r.ShardID, opts.Shard)
+		}
+	}
+}
+
 // Faults: throttling, expired iterators and 5xx lose and repeat nothing.
 func TestFaultsLoseNothing(t *testing.T) {
 	w := newWorld(t, 2)

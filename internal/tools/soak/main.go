@@ -1,10 +1,12 @@
 // Command soak is `make soak`: minutes of continuous keyed writes, periodic
 // splits and merges, and injected faults against kinesis-mock, while the real
 // `kinesis-shards tail` binary runs and is killed (-9) or interrupted and
-// restarted on one checkpoint file. At the end it drains the rest and checks
-// every record was delivered, each key in write order in every run, and
-// replays stayed within the checkpoint window. It prints the figures and
-// writes them into docs/RELIABILITY.md between the soak markers.
+// restarted on one checkpoint file. Every run must end the way it was
+// stopped (kill -9: by SIGKILL; Ctrl-C: exit 130; the final drain: exit 0).
+// At the end it drains the rest and checks every record was delivered, each
+// key in write order in every run, and replays stayed within the checkpoint
+// window. It prints the figures and writes them into docs/RELIABILITY.md
+// between the soak markers.
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -57,7 +60,37 @@ type stats struct {
 	written, delivered, replays, restarts, kills, interrupts, splits, merges int
 	maxCallsPerSecond                                                        int
 	fired                                                                    map[string]int
+	writeTime                                                                time.Duration  // from the first write due to the writer's stop
+	statuses                                                                 map[string]int // how the runs ended, as observed
+	maxReplay, maxReplayBound, maxReplayRun                                  int
+	maxReplayAfter                                                           string // how the run before the largest replay was stopped
 }
+
+// How a run is stopped, and the only way it may end.
+const (
+	stopKill      = "kill -9"
+	stopInterrupt = "Ctrl-C"
+	stopDrain     = "final drain"
+)
+
+// expectedStatus is the status a run stopped that way must end with: kill -9
+// ends it by the signal; Ctrl-C makes tail save the checkpoint and exit 130
+// (its documented interrupted code); the drain runs with --idle-exit, which
+// exits 0. The runs that are stopped get no --idle-exit or --max-records, so
+// a 0 from them is not a documented end: tail follows the stream forever.
+var expectedStatus = map[string]string{stopKill: "SIGKILL", stopInterrupt: "exit 130", stopDrain: "exit 0"}
+
+// The checkpoint window. tail is run with --checkpoint-interval
+// checkpointInterval, so a kill -9 loses at most the records printed since
+// the last tick's save: those of the last checkpointInterval, plus
+// replayGrace for a tick the busy loop took late and the save's own write
+// on a loaded machine, plus replaySlack records in flight. Ctrl-C saves at
+// exit, so nothing the interrupted run printed may be printed again.
+const (
+	checkpointInterval = time.Second
+	replayGrace        = 500 * time.Millisecond
+	replaySlack        = 5
+)
 
 func run(bin string, duration time.Duration, rate int, seed uint64, report string) error {
 	bin, err := filepath.Abs(bin)
@@ -106,33 +139,67 @@ func run(bin string, duration time.Duration, rate int, seed uint64, report strin
 		mu      sync.Mutex
 		written = map[string][]string{}
 		st      = stats{}
+		// putErr: a PutRecords that failed for good. Part of it may be
+		// stored, under payloads the next records would reuse, so the
+		// writer stops and the soak fails rather than judge the order of
+		// records it cannot tell apart.
+		putErr error
 	)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 
-	// Writer: one record per key per call keeps each key in write order.
+	// Writer: records fall due at `rate` per second since the start and are
+	// written as they fall due, keys taken round-robin. (A tick per key at
+	// rate/keys rounded 20/s over 16 keys down to 16/s.) One record per key
+	// per call keeps each key in write order: putAll retries only the failed
+	// entries, which would put a key's later record before its earlier one.
+	// Calls are sequential, so a key's calls are in write order too.
 	wg.Go(func() {
-		keys := 16
-		n := 0
-		tick := time.NewTicker(time.Second / time.Duration(max(rate/keys, 1)))
+		const keys = 16
+		tick := time.NewTicker(100 * time.Millisecond) // spreads the records over the second
 		defer tick.Stop()
+		begin := time.Now()
+		sent, next := 0, 0
 		for {
+			due := int(float64(rate) * time.Since(begin).Seconds())
+			if sent >= due {
+				select {
+				case <-stop:
+					mu.Lock()
+					st.writeTime = time.Since(begin)
+					mu.Unlock()
+					return
+				case <-tick.C:
+				}
+				continue
+			}
+			// Behind (slow puts): catch up a call at a time, but still stop.
 			select {
 			case <-stop:
+				mu.Lock()
+				st.writeTime = time.Since(begin)
+				mu.Unlock()
 				return
-			case <-tick.C:
+			default:
 			}
 			var recs []types.PutRecordsRequestEntry
 			mu.Lock()
-			for k := range keys {
-				key := fmt.Sprintf("key-%02d", k)
+			for range min(due-sent, keys) {
+				key := fmt.Sprintf("key-%02d", next)
+				next = (next + 1) % keys
 				p := fmt.Sprintf("%s#%d", key, len(written[key]))
 				recs = append(recs, types.PutRecordsRequestEntry{PartitionKey: aws.String(key), Data: []byte(p)})
 			}
 			mu.Unlock()
+			// Counted as sent even when the put fails: the shortfall shows
+			// in the achieved rate instead of as a burst after it.
+			sent += len(recs)
 			if err := putAll(ctx, c, stream, recs); err != nil {
-				fmt.Println("soak: put:", err)
-				continue
+				mu.Lock()
+				putErr = err
+				st.writeTime = time.Since(begin)
+				mu.Unlock()
+				return
 			}
 			mu.Lock()
 			for _, r := range recs {
@@ -140,7 +207,6 @@ func run(bin string, duration time.Duration, rate int, seed uint64, report strin
 				st.written++
 			}
 			mu.Unlock()
-			n++
 		}
 	})
 
@@ -169,57 +235,146 @@ func run(bin string, duration time.Duration, rate int, seed uint64, report strin
 		}
 	})
 
-	// Tail runner: run, then kill -9 or Ctrl-C after 20-60 s, restart.
-	var runs [][]line
+	// Tail runner: run, then kill -9 or Ctrl-C after 20-60 s, restart. Each
+	// run must end the way it was stopped (expectedStatus): a run that dies
+	// on its own, with any status, is a failure, not a kill or a Ctrl-C.
+	var runs []*tailRun
+	st.statuses = map[string]int{}
 	deadline := time.Now().Add(duration)
 	for time.Now().Before(deadline) {
+		if len(runs) > 0 {
+			// GetRecords pacing is per process: a tail restarted at once
+			// could call a shard within the same second as the calls its
+			// predecessor made just before it stopped, and the soak counts
+			// both against the shard's five a second.
+			time.Sleep(time.Second)
+		}
 		p, err := startTail(bin, env, stream, checkpoint)
 		if err != nil {
 			return err
 		}
+		r := &tailRun{n: len(runs) + 1, proc: p}
 		life := time.Duration(20+rng.IntN(40)) * time.Second
-		time.Sleep(min(life, time.Until(deadline)+time.Second))
+		select {
+		case <-time.After(min(life, time.Until(deadline)+time.Second)):
+		case <-p.done:
+			p.wait()
+			return fmt.Errorf("tail run %d ended on its own after %s, before it was stopped: %s\n%s",
+				r.n, time.Since(p.started).Round(time.Millisecond), p.status(), p.stderrTail())
+		}
+		r.how = stopInterrupt
 		if rng.IntN(2) == 0 {
+			r.how = stopKill
+		}
+		r.stopped = time.Now()
+		// An error here means it had already exited: its status says how.
+		if r.how == stopKill {
 			p.cmd.Process.Kill()
-			st.kills++
 		} else {
 			p.cmd.Process.Signal(syscall.SIGINT)
+		}
+		r.lines, r.arrived = p.wait()
+		runs = append(runs, r)
+		if err := r.check(); err != nil {
+			return err
+		}
+		st.statuses[p.status()]++
+		switch p.status() {
+		case expectedStatus[stopKill]:
+			st.kills++
+		case expectedStatus[stopInterrupt]:
 			st.interrupts++
 		}
-		out := p.wait()
-		runs = append(runs, out)
 		st.restarts++
-		fmt.Printf("soak: tail run %d printed %d lines (%s)\n", len(runs), len(out), time.Since(started).Round(time.Second))
+		fmt.Printf("soak: tail run %d printed %d lines, %s: %s (%s)\n", r.n, len(r.lines), r.how, p.status(), time.Since(started).Round(time.Second))
 	}
 	close(stop)
 	wg.Wait()
+	if putErr != nil {
+		return fmt.Errorf("a PutRecords call failed after its retries, so the records written cannot all be told apart: %w", putErr)
+	}
 
-	// Drain the rest.
+	// Drain the rest, within a bound: a tail that never goes idle fails
+	// the soak instead of hanging it.
+	time.Sleep(time.Second)
 	p, err := startTail(bin, env, stream, checkpoint, "--idle-exit", "5s")
 	if err != nil {
 		return err
 	}
-	runs = append(runs, p.wait())
-	if p.err != nil {
-		return fmt.Errorf("final tail: %v\n%s", p.err, p.stderr.String())
+	drain := &tailRun{n: len(runs) + 1, proc: p, how: stopDrain}
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Minute):
+		p.cmd.Process.Kill()
+		p.wait()
+		return fmt.Errorf("the final drain (tail --idle-exit 5s) did not end within 5 minutes: %s\n%s", p.status(), p.stderrTail())
 	}
+	drain.lines, drain.arrived = p.wait()
+	drain.stopped = time.Now()
+	runs = append(runs, drain)
+	if err := drain.check(); err != nil {
+		return err
+	}
+	st.statuses[p.status()]++
+	fmt.Printf("soak: tail run %d printed %d lines, %s: %s (%s)\n", drain.n, len(drain.lines), drain.how, p.status(), time.Since(started).Round(time.Second))
 
-	// Verify.
+	// Verify. unsaved holds what the checkpoint may not cover when a run
+	// ends: the records of a killed run's last window, and those an earlier
+	// run left uncovered that this run did not print again (the shard's
+	// position cannot pass a record without printing it; a run killed
+	// before reaching them leaves them to the next). A restart may print
+	// again only those, plus the slack.
 	seen := map[string]bool{}
-	for i, out := range runs {
+	unsaved := map[string]bool{}
+	st.maxReplay, st.maxReplayBound = -1, 0
+	for i, r := range runs {
 		last := map[string]int{}
-		for _, l := range out {
+		printed := map[string]bool{}
+		replayed := 0
+		for _, l := range r.lines {
 			st.delivered++
 			if seen[l.Data] {
-				st.replays++
+				replayed++
 			}
 			seen[l.Data] = true
+			printed[l.Data] = true
 			n := index(l.Data)
 			if prev, ok := last[l.PartitionKey]; ok && n != prev+1 {
-				return fmt.Errorf("run %d: key %s went from #%d to #%d", i+1, l.PartitionKey, prev, n)
+				return fmt.Errorf("run %d: key %s went from #%d to #%d", r.n, l.PartitionKey, prev, n)
 			}
 			last[l.PartitionKey] = n
 		}
+		st.replays += replayed
+		if i > 0 {
+			before := runs[i-1]
+			bound := len(unsaved)
+			if before.how == stopKill {
+				bound += replaySlack
+			}
+			if replayed > bound {
+				return fmt.Errorf("tail run %d printed again %d records already printed, more than the %d the checkpoint window allows after run %d's %s "+
+					"(%d the checkpoint may not cover: printed in the last %s before a kill -9, or left uncovered by earlier runs; slack %d)",
+					r.n, replayed, bound, before.n, before.how, len(unsaved), checkpointInterval+replayGrace, bound-len(unsaved))
+			}
+			if replayed > st.maxReplay {
+				st.maxReplay, st.maxReplayBound, st.maxReplayRun, st.maxReplayAfter = replayed, bound, r.n, before.how
+			}
+		}
+		next := map[string]bool{}
+		for d := range unsaved {
+			if !printed[d] {
+				next[d] = true
+			}
+		}
+		if r.how == stopKill {
+			from := r.stopped.Add(-(checkpointInterval + replayGrace))
+			for j, l := range r.lines {
+				if !r.arrived[j].Before(from) {
+					next[l.Data] = true
+				}
+			}
+		}
+		unsaved = next
 	}
 	for k, ps := range written {
 		for _, p := range ps {
@@ -301,16 +456,38 @@ func reshard(ctx context.Context, c *kinesis.Client, ref kstream.Ref, rng *rand.
 	return did, err
 }
 
+// tailRun is one run of tail: how it was stopped, when, and what it printed
+// with the time each line was read.
+type tailRun struct {
+	n       int
+	how     string // stopKill, stopInterrupt or stopDrain
+	proc    *tailProc
+	stopped time.Time // when it was signalled (the drain: when it ended)
+	lines   []line
+	arrived []time.Time
+}
+
+// check fails unless the run ended with the status its stop calls for.
+func (r *tailRun) check() error {
+	if got, want := r.proc.status(), expectedStatus[r.how]; got != want {
+		return fmt.Errorf("tail run %d (%s) ended with %s, not %s\n%s", r.n, r.how, got, want, r.proc.stderrTail())
+	}
+	return nil
+}
+
 type tailProc struct {
-	cmd    *exec.Cmd
-	lines  []line
-	stderr strings.Builder
-	done   chan struct{}
-	err    error
+	cmd     *exec.Cmd
+	started time.Time
+	lines   []line
+	arrived []time.Time // when each line was read from tail's stdout
+	stderr  strings.Builder
+	done    chan struct{}
+	err     error // from Wait: an *exec.ExitError is judged by status, not here
 }
 
 func startTail(bin string, env []string, stream, checkpoint string, extra ...string) (*tailProc, error) {
-	args := append([]string{"tail", stream, "--checkpoint", checkpoint, "--relist-interval", "2s", "--checkpoint-interval", "1s"}, extra...)
+	args := append([]string{"tail", stream, "--checkpoint", checkpoint, "--relist-interval", "2s",
+		"--checkpoint-interval", checkpointInterval.String()}, extra...)
 	p := &tailProc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	p.cmd.Env = env
 	p.cmd.Stderr = &p.stderr
@@ -321,27 +498,59 @@ func startTail(bin string, env []string, stream, checkpoint string, extra ...str
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
 	}
+	p.started = time.Now()
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			var l line
 			if json.Unmarshal(sc.Bytes(), &l) == nil {
 				p.lines = append(p.lines, l)
+				p.arrived = append(p.arrived, time.Now())
 			}
 		}
-		err := p.cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); ok && (ee.ExitCode() == 130 || ee.ExitCode() == -1) {
-			err = nil // interrupted or killed on purpose
-		}
-		p.err = err
+		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
 	return p, nil
 }
 
-func (p *tailProc) wait() []line {
+func (p *tailProc) wait() ([]line, []time.Time) {
 	<-p.done
-	return slices.Clone(p.lines)
+	return slices.Clone(p.lines), slices.Clone(p.arrived)
+}
+
+// status is how the process ended: "exit N" or the signal that ended it.
+// Only after wait.
+func (p *tailProc) status() string {
+	ps := p.cmd.ProcessState
+	if ps == nil {
+		return fmt.Sprintf("not waited for (%v)", p.err)
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		switch sig := ws.Signal(); sig {
+		case syscall.SIGKILL:
+			return "SIGKILL"
+		case syscall.SIGINT:
+			return "SIGINT"
+		default:
+			return fmt.Sprintf("signal %d (%v)", int(sig), sig)
+		}
+	}
+	return fmt.Sprintf("exit %d", ps.ExitCode())
+}
+
+// stderrTail is the end of what the run wrote to stderr, for a failure.
+// Only after wait.
+func (p *tailProc) stderrTail() string {
+	s := strings.TrimRight(p.stderr.String(), "\n")
+	if s == "" {
+		return "(stderr empty)"
+	}
+	ls := strings.Split(s, "\n")
+	if len(ls) > 10 {
+		ls = ls[len(ls)-10:]
+	}
+	return "stderr (last lines):\n  " + strings.Join(ls, "\n  ")
 }
 
 func figures(st stats, seed uint64, duration time.Duration, rate int, took time.Duration) string {
@@ -349,8 +558,24 @@ func figures(st stats, seed uint64, duration time.Duration, rate int, took time.
 	fmt.Fprintf(&b, "Last soak run: %s, seed %d, %s of writes at %d records/s against kinesis-mock (took %s).\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), seed, duration, rate, took.Round(time.Second))
 	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
-	fmt.Fprintf(&b, "| records written | %d |\n| lines printed (all runs) | %d |\n| replayed after restarts | %d |\n", st.written, st.delivered, st.replays)
-	fmt.Fprintf(&b, "| tail runs | %d (%d kill -9, %d Ctrl-C, 1 final drain) |\n", st.restarts+1, st.kills, st.interrupts)
+	fmt.Fprintf(&b, "| records written | %d |\n", st.written)
+	achieved := 0.0
+	if st.writeTime > 0 {
+		achieved = float64(st.written) / st.writeTime.Seconds()
+	}
+	fmt.Fprintf(&b, "| write rate | %.2f records/s achieved (%d in %s), %d requested |\n", achieved, st.written, st.writeTime.Round(time.Second), rate)
+	fmt.Fprintf(&b, "| lines printed (all runs) | %d |\n| replayed after restarts | %d |\n", st.delivered, st.replays)
+	fmt.Fprintf(&b, "| replay bound (checkpoint window) | after a kill -9: lines printed in its last %s + %d; after a Ctrl-C: 0 (checkpoint interval %s) |\n",
+		checkpointInterval+replayGrace, replaySlack, checkpointInterval)
+	fmt.Fprintf(&b, "| largest replay after one restart | %d of at most %d (run %d, after a %s) |\n",
+		max(st.maxReplay, 0), st.maxReplayBound, st.maxReplayRun, st.maxReplayAfter)
+	fmt.Fprintf(&b, "| tail runs | %d (%d kill -9, %d Ctrl-C, %d final drain) |\n", st.restarts+1, st.kills, st.interrupts, st.statuses[expectedStatus[stopDrain]])
+	statuses := slices.Sorted(maps.Keys(st.statuses))
+	var ss []string
+	for _, k := range statuses {
+		ss = append(ss, fmt.Sprintf("%s %d", k, st.statuses[k]))
+	}
+	fmt.Fprintf(&b, "| tail exit statuses (observed) | %s |\n", strings.Join(ss, ", "))
 	fmt.Fprintf(&b, "| reshards | %d splits, %d merges |\n", st.splits, st.merges)
 	fmt.Fprintf(&b, "| most GetRecords on one shard in any second | %d |\n", st.maxCallsPerSecond)
 	keys := make([]string, 0, len(st.fired))
@@ -363,7 +588,7 @@ func figures(st stats, seed uint64, duration time.Duration, rate int, took time.
 		f = append(f, fmt.Sprintf("%s %d", k, st.fired[k]))
 	}
 	fmt.Fprintf(&b, "| faults injected | %s |\n", strings.Join(f, ", "))
-	fmt.Fprintf(&b, "| result | every record delivered, each key in order in every run |\n")
+	fmt.Fprintf(&b, "| result | every record delivered, each key in order in every run, every run ended as stopped, replays within the checkpoint window |\n")
 	return b.String()
 }
 

@@ -102,7 +102,7 @@ func (rw *RecordWriter) Write(batch []tail.Record) error {
 // maxLineLen bounds a record's line in any format: every payload byte can
 // take six (\u00XX), a key's too, plus the fixed fields and colours.
 func maxLineLen(r *tail.Record) int {
-	return 6*(len(r.Data)+len(r.PartitionKey)) + len(r.ShardID) + len(r.SequenceNumber) + len(r.ExplicitHashKey) + 512
+	return 6*(len(r.Data)+len(r.PartitionKey)+len(r.ExplicitHashKey)) + len(r.ShardID) + len(r.SequenceNumber) + 512
 }
 
 // AppendRecordJSON appends the JSON line of a record (README: "tail -o
@@ -126,9 +126,10 @@ func appendRecordJSON(b []byte, r *tail.Record, times *timeCache) []byte {
 	b = append(b, `,"partitionKey":`...)
 	b = appendJSONString(b, r.PartitionKey)
 	if r.ExplicitHashKey != "" {
-		b = append(b, `,"explicitHashKey":"`...)
-		b = append(b, r.ExplicitHashKey...)
-		b = append(b, '"')
+		// From the KPL aggregate, so written by whoever writes to the
+		// stream: escaped like the key, never trusted to be digits.
+		b = append(b, `,"explicitHashKey":`...)
+		b = appendJSONString(b, r.ExplicitHashKey)
 	}
 	b = append(b, `,"arrivalTime":"`...)
 	b = times.append(b, r.ArrivalTime)
@@ -271,7 +272,7 @@ func (rw *RecordWriter) appendText(b []byte, r *tail.Record) []byte {
 	}
 	b = append(b, t.Accent.Render(fmt.Sprintf("[%s]", id))...)
 	b = append(b, ' ')
-	b = append(b, t.Key.Render(r.PartitionKey)...)
+	b = append(b, t.Key.Render(string(appendPrintable(nil, []byte(r.PartitionKey))))...)
 	if r.OutsideShard {
 		b = append(b, ' ')
 		b = append(b, t.Warn.Render("(outside shard)")...)

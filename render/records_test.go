@@ -27,6 +27,8 @@ func TestRecordJSON(t *testing.T) {
 			`{"shardId":"s","sequenceNumber":"1","partitionKey":"k","arrivalTime":"2026-11-30T10:00:00.123Z","data":"/wAf","dataEncoding":"base64"}`},
 		{"aggregated", tail.Record{ShardID: "s", SequenceNumber: "7", Aggregated: true, SubSequence: 3, PartitionKey: "u", ExplicitHashKey: "42", ArrivalTime: at, Data: []byte("{}"), OutsideShard: true},
 			`{"shardId":"s","sequenceNumber":"7","subSequenceNumber":3,"partitionKey":"u","explicitHashKey":"42","arrivalTime":"2026-11-30T10:00:00.123Z","data":"{}","outsideShard":true}`},
+		{"explicit hash key from a hostile aggregate", tail.Record{ShardID: "s", SequenceNumber: "7", Aggregated: true, PartitionKey: "u", ExplicitHashKey: `1","injected":"x`, ArrivalTime: at, Data: []byte("d")},
+			`{"shardId":"s","sequenceNumber":"7","subSequenceNumber":0,"partitionKey":"u","explicitHashKey":"1\",\"injected\":\"x","arrivalTime":"2026-11-30T10:00:00.123Z","data":"d"}`},
 		{"decompressed, zone", tail.Record{ShardID: "s", SequenceNumber: "1", PartitionKey: "k", ArrivalTime: at.In(time.FixedZone("x", 3600)), Data: []byte("x"), Decompressed: true},
 			`{"shardId":"s","sequenceNumber":"1","partitionKey":"k","arrivalTime":"2026-11-30T10:00:00.123Z","data":"x","decompressed":true}`},
 	}
@@ -60,13 +62,24 @@ func FuzzRecordJSON(f *testing.F) {
 		if !utf8Valid(key) {
 			return
 		}
-		r := tail.Record{ShardID: "s", SequenceNumber: "1", PartitionKey: key, ArrivalTime: at, Data: data}
+		// The key doubles as an explicit hash key: both come from the
+		// writer of an aggregate.
+		r := tail.Record{ShardID: "s", SequenceNumber: "1", PartitionKey: key, ExplicitHashKey: key, ArrivalTime: at, Data: data}
 		var m map[string]any
-		if err := json.Unmarshal(AppendRecordJSON(nil, &r), &m); err != nil {
+		line := AppendRecordJSON(nil, &r)
+		if err := json.Unmarshal(line, &m); err != nil {
 			t.Fatalf("invalid JSON for %q: %v", data, err)
 		}
-		if m["partitionKey"] != key {
-			t.Fatalf("key %q came back as %q", key, m["partitionKey"])
+		if m["partitionKey"] != key || (key != "" && m["explicitHashKey"] != key) {
+			t.Fatalf("key %q came back as %q / %q", key, m["partitionKey"], m["explicitHashKey"])
+		}
+		// No field but the format's: nothing injected.
+		want := 5 + min(len(key), 1)
+		if _, ok := m["dataEncoding"]; ok {
+			want++
+		}
+		if len(m) != want {
+			t.Fatalf("%d fields in %s", len(m), line)
 		}
 	})
 }
@@ -89,6 +102,15 @@ func TestRecordWriterFormats(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(text.String(), "\n"), "\n")
 	if len(lines) != 2 || !strings.HasSuffix(lines[0], "[2] k a\\nb") || !strings.HasSuffix(lines[1], "[2] k base64:/w==") {
 		t.Fatalf("text = %q", text.String())
+	}
+	// The key is the writer's too: no escape sequence reaches the terminal.
+	text.Reset()
+	hostile := []tail.Record{{ShardID: "shardId-000000000002", SequenceNumber: "3", PartitionKey: "k\x1b[31mRED\x1b]0;title\x07", ArrivalTime: at, Data: []byte("x")}}
+	if err := NewRecordWriter(&text, RecordText, NewTheme(false)).Write(hostile); err != nil {
+		t.Fatal(err)
+	}
+	if got := text.String(); strings.ContainsAny(got, "\x1b\x07") || !strings.HasSuffix(got, `[2] k\x1b[31mRED\x1b]0;title\x07 x`+"\n") {
+		t.Fatalf("text = %q", got)
 	}
 	if _, err := ParseRecordFormat("yaml"); err == nil {
 		t.Fatal("yaml accepted")

@@ -325,7 +325,14 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 		fmt.Fprintln(f.IO.ErrOut, msg)
 	}
 	if res.Reason == tail.StopInterrupted {
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted; checkpoint saved")}
+		saved := "checkpoint saved"
+		switch {
+		case o.LeaseTable != "":
+			saved = "checkpoints saved in lease table " + o.LeaseTable + ", leases given back"
+		case path == "":
+			saved = "nothing saved (--no-checkpoint)"
+		}
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted; " + saved)}
 	}
 	return nil
 }

@@ -447,6 +447,7 @@ func TestReshardRefusalsChangeNothing(t *testing.T) {
 		{[]string{"scale", name, "--to", "10001", "--method", "splits", "--yes"}, 2, "--to 10001 is not a shard count a stream can have: it must be from 1 to 10000"},
 		{[]string{"scale", name, "--yes"}, 2, "say how many open shards with --to N"},
 		{[]string{"scale", name, "--to", "3", "--method", "uniform", "--yes"}, 2, "--method \"uniform\" is not known: use update-shard-count or splits"},
+		{[]string{"scale", name, "--to", "4", "--even", "--yes"}, 2, "--even goes with --method splits: UpdateShardCount cannot even out a stream that already has the count"},
 		{[]string{"split", name, "1"}, 2, "stdin is not a terminal: pass --yes to confirm, or --dry-run to only preview"},
 		{[]string{"merge", name, "1", "2"}, 2, "stdin is not a terminal: pass --yes to confirm, or --dry-run to only preview"},
 		{[]string{"scale", name, "--to", "5", "-o", "json"}, 2, "stdin is not a terminal: pass --yes to confirm, or --dry-run to only preview"},
@@ -463,8 +464,13 @@ func TestReshardRefusalsChangeNothing(t *testing.T) {
 	}
 	// Nothing to do is a success that changes nothing.
 	r := runCLI(t, ep, "", "scale", name, "--to", "4", "--yes")
-	if r.code != 0 || r.stdout != "" || !strings.HasPrefix(r.stderr, fmt.Sprintf("nothing to do: stream %s already has 4 open shards\nnote: Their hash ranges are not the even layout; --method splits would even them out with ", name)) {
+	if r.code != 0 || r.stdout != "" || !strings.HasPrefix(r.stderr, fmt.Sprintf("nothing to do: stream %s already has 4 open shards\nnote: Their hash ranges are not the even layout; --method splits --even would even them out with ", name)) {
 		t.Errorf("nothing to do: %+v", r)
+	}
+	// By splits too: scale --to N is safe to repeat on an uneven stream.
+	r = runCLI(t, ep, "", "scale", name, "--to", "4", "--method", "splits", "--yes")
+	if r.code != 0 || r.stdout != "" || !strings.HasPrefix(r.stderr, fmt.Sprintf("nothing to do: stream %s already has 4 open shards\nnote: Their hash ranges are not the even layout; --even would even them out with ", name)) {
+		t.Errorf("nothing to do by splits: %+v", r)
 	}
 	r = runCLI(t, ep, "", "scale", name, "--to", "4", "--yes", "-o", "json")
 	if d := rsParse(t, r.stdout); r.code != 0 || len(d.Steps) != 0 || d.Result != nil || len(d.After) != 4 || !strings.HasPrefix(d.Description, "nothing to do") {

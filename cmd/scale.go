@@ -12,6 +12,7 @@ type ScaleOptions struct {
 	Stream string
 	To     int
 	Method string
+	Even   bool
 }
 
 func newScaleCmd(f *Factory) *cobra.Command {
@@ -32,11 +33,11 @@ allows 10 such calls per rolling 24 hours.
 time, waiting for ACTIVE after each: boundaries already in place stay,
 every missing one is added by a split and every extra one removed by a
 merge, the fewest calls possible, ending exactly on the even layout. It
-has no count limit and no daily quota, and it also evens out a stream that
-already has N shards with uneven ranges.
+has no count limit and no daily quota. With --even it also evens out a
+stream that already has N open shards with uneven ranges.
 
---to equal to the open count (in the even layout, for --method splits) is
-"nothing to do" and exits 0. Every rule is checked before anything is sent
+--to equal to the open count is "nothing to do" and exits 0 (so scale --to
+N is safe to repeat); a note says when the ranges are uneven. Every rule is checked before anything is sent
 (the stream is ACTIVE and provisioned, the target within limits). The
 preview shows the open shards before and after and every call (--sample N
 adds shares of the recent traffic); then, on a terminal, you confirm.
@@ -46,7 +47,8 @@ Output: -o table (default) or -o json (the plan and the result in one
 document).`,
 		Example: `  kinesis-shards scale orders --to 8
   kinesis-shards scale orders --to 3 --method splits --dry-run
-  kinesis-shards scale orders --to 12 --method splits --yes -o json`,
+  kinesis-shards scale orders --to 12 --method splits --yes -o json
+  kinesis-shards scale orders --to 4 --method splits --even --dry-run`,
 		Args: exactArgs(1, "STREAM"),
 		RunE: markRan(func(c *cobra.Command, args []string) error {
 			opts.Stream = args[0]
@@ -60,6 +62,9 @@ document).`,
 			if method != reshard.MethodUpdateShardCount && method != reshard.MethodSplits {
 				return usageErrorf("--method %q is not known: use update-shard-count or splits", opts.Method)
 			}
+			if opts.Even && method != reshard.MethodSplits {
+				return usageErrorf("--even goes with --method splits: UpdateShardCount cannot even out a stream that already has the count")
+			}
 			if err := opts.validate(f); err != nil {
 				return err
 			}
@@ -67,11 +72,12 @@ document).`,
 			if err != nil {
 				return err
 			}
-			return runReshard(c.Context(), f, client, ref, reshard.ScaleGoal{Target: opts.To, Method: method}, &opts.ReshardOptions)
+			return runReshard(c.Context(), f, client, ref, reshard.ScaleGoal{Target: opts.To, Method: method, Even: opts.Even}, &opts.ReshardOptions)
 		}),
 	}
 	c.Flags().IntVar(&opts.To, "to", 0, "the number of open shards to reach (1 to 10000)")
 	c.Flags().StringVar(&opts.Method, "method", opts.Method, "update-shard-count (one UpdateShardCount call) or splits (SplitShard and MergeShards calls)")
+	c.Flags().BoolVar(&opts.Even, "even", false, "with --method splits: even out the ranges also when the stream already has N open shards")
 	addReshardFlags(c, &opts.ReshardOptions, "sample up to N recent records of each open shard to show traffic shares")
 	return c
 }

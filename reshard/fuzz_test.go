@@ -157,7 +157,7 @@ func randomGoal(t *testing.T, seed uint64, kind uint8, n, x, y uint16) bool {
 	case 3:
 		goal = ScaleGoal{Target: int(n) % 90, Method: MethodUpdateShardCount}
 	case 4:
-		goal = ScaleGoal{Target: int(n) % 70, Method: MethodSplits}
+		goal = ScaleGoal{Target: int(n) % 70, Method: MethodSplits, Even: x%2 == 0}
 	case 5:
 		id := pick(x)
 		if s := g.Shard(id); s != nil {
@@ -191,7 +191,12 @@ func randomGoal(t *testing.T, seed uint64, kind uint8, n, x, y uint16) bool {
 		}
 	case ScaleGoal:
 		to, _ := lineage.EvenLayout(g.Target)
-		if g.Method == MethodSplits {
+		if g.Method == MethodSplits && g.Target == len(layout) && !g.Even {
+			// The same count without Even: nothing to do, whatever the ranges.
+			if len(p.Steps) != 0 || !strings.HasPrefix(p.Description, "nothing to do") {
+				t.Fatalf("%d -> %d without Even: %d steps", len(layout), g.Target, len(p.Steps))
+			}
+		} else if g.Method == MethodSplits {
 			if !slices.Equal(ranges(final), to) {
 				t.Fatalf("%d -> %d: ends on %v", len(layout), g.Target, ranges(final))
 			}

@@ -239,6 +239,10 @@ type MergeGoal struct {
 type ScaleGoal struct {
 	Target int
 	Method Method // "" means MethodUpdateShardCount
+	// Even (MethodSplits only): when the stream already has Target open
+	// shards in an uneven layout, even them out. Without it that is
+	// "nothing to do", so that scale --to N is safe to repeat.
+	Even bool
 }
 
 func (SplitGoal) action() Action { return ActionSplit }
@@ -546,6 +550,9 @@ func checkTarget(in Input, open int, g ScaleGoal) error {
 	if g.Target < 1 || g.Target > MaxShards {
 		return refuse(ErrBadTarget, fmt.Sprintf("%d is not a shard count a stream can have: the target must be from 1 to %d", g.Target, MaxShards))
 	}
+	if g.Even && g.Method != MethodSplits {
+		return fmt.Errorf("reshard: evening out needs the %s method", MethodSplits)
+	}
 	switch g.Method {
 	case "", MethodUpdateShardCount:
 		lo, hi := updateLimits(open)
@@ -562,6 +569,7 @@ func checkTarget(in Input, open int, g ScaleGoal) error {
 	default:
 		return fmt.Errorf("reshard: unknown scale method %q", g.Method)
 	}
+
 	return nil
 }
 
@@ -587,7 +595,7 @@ func planScale(in Input, p *Plan, g ScaleGoal, open []*lineage.Shard) error {
 			p.Description = fmt.Sprintf("nothing to do: stream %s already has %d open shards", in.Stream.Name, n)
 			if !even {
 				steps, _, _ := planSplits(p.Before, target)
-				p.Notes = append(p.Notes, fmt.Sprintf("Their hash ranges are not the even layout; --method splits would even them out with %d SplitShard and MergeShards calls.", len(steps)))
+				p.Notes = append(p.Notes, fmt.Sprintf("Their hash ranges are not the even layout; --method splits --even would even them out with %d SplitShard and MergeShards calls.", len(steps)))
 			}
 			return nil
 		}
@@ -620,6 +628,13 @@ func planScale(in Input, p *Plan, g ScaleGoal, open []*lineage.Shard) error {
 	}
 	if even {
 		p.Description = fmt.Sprintf("nothing to do: stream %s already has %d open shards in the even layout", in.Stream.Name, n)
+		return nil
+	}
+	if g.Target == n && !g.Even {
+		p.Description = fmt.Sprintf("nothing to do: stream %s already has %d open shards", in.Stream.Name, n)
+		if steps, _, err := planSplits(p.Before, target); err == nil {
+			p.Notes = append(p.Notes, fmt.Sprintf("Their hash ranges are not the even layout; --even would even them out with %d SplitShard and MergeShards calls.", len(steps)))
+		}
 		return nil
 	}
 	steps, after, err := planSplits(p.Before, target)

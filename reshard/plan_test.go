@@ -367,10 +367,20 @@ func TestNothingToDo(t *testing.T) {
 	uneven := layoutGraph(t, rng(u(0), sub(two126, 1)), rng(two126, sub(two127, 1)), rng(two127, maxK))
 	p := mustPlan(t, activeInput(uneven), ScaleGoal{Target: 3})
 	if len(p.Steps) != 0 || p.Description != "nothing to do: stream s already has 3 open shards" ||
-		!slices.Equal(p.Notes, []string{"Their hash ranges are not the even layout; --method splits would even them out with 4 SplitShard and MergeShards calls."}) {
+		!slices.Equal(p.Notes, []string{"Their hash ranges are not the even layout; --method splits --even would even them out with 4 SplitShard and MergeShards calls."}) {
 		t.Fatalf("%+v", p)
 	}
+	// The same count by splits is nothing to do too (scale --to N is safe
+	// to repeat); --even asks for the evening out.
 	p = mustPlan(t, activeInput(uneven), ScaleGoal{Target: 3, Method: MethodSplits})
+	if len(p.Steps) != 0 || p.Description != "nothing to do: stream s already has 3 open shards" ||
+		!slices.Equal(p.Notes, []string{"Their hash ranges are not the even layout; --even would even them out with 4 SplitShard and MergeShards calls."}) {
+		t.Fatalf("%+v", p)
+	}
+	if _, err := NewPlan(activeInput(uneven), ScaleGoal{Target: 3, Even: true}); err == nil {
+		t.Fatal("Even accepted with UpdateShardCount")
+	}
+	p = mustPlan(t, activeInput(uneven), ScaleGoal{Target: 3, Method: MethodSplits, Even: true})
 	if len(p.Steps) != 4 || !slices.Equal(ranges(p.After), evenLayout(t, 3)) {
 		t.Fatalf("evening out: %d steps, after %v", len(p.Steps), p.After)
 	}

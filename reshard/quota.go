@@ -130,15 +130,19 @@ func plural(n int, what string) string {
 }
 
 // MayOpenShards reports whether goal g can open more shards than the
-// stream has open, so that the quota is worth reading first: a split, or a
-// scale to as many shards or more (evening out the layout at the same count
-// opens one shard before its merge).
+// stream has open, so that the quota is worth reading first: a split, a
+// scale to more shards, or evening out at the same count (which opens one
+// shard before its merge).
 func MayOpenShards(in Input, g Goal) bool {
 	switch g := g.(type) {
 	case SplitGoal:
 		return true
 	case ScaleGoal:
-		return in.Graph == nil || g.Target >= len(in.Graph.Open())
+		if in.Graph == nil {
+			return true
+		}
+		open := len(in.Graph.Open())
+		return g.Target > open || g.Target == open && g.Even
 	}
 	return false
 }

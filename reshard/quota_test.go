@@ -23,7 +23,7 @@ func withQuota(in Input, limit, open int) Input {
 // out 4 uneven shards into the even 4-way layout goes through 5.
 func TestQuotaCountsThePeak(t *testing.T) {
 	uneven := layoutGraph(t, boundariesLayout([]lineage.HashKey{u(1000), two126, two127})...)
-	p, err := NewPlan(activeInput(uneven), ScaleGoal{Target: 4, Method: MethodSplits})
+	p, err := NewPlan(activeInput(uneven), ScaleGoal{Target: 4, Method: MethodSplits, Even: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestQuotaCountsThePeak(t *testing.T) {
 		t.Fatalf("growth of evening out = %d, want 1 (steps %v)", g, p.Steps)
 	}
 	// 4 open in the account, limit 4: no room for the fifth.
-	_, err = NewPlan(withQuota(activeInput(uneven), 4, 4), ScaleGoal{Target: 4, Method: MethodSplits})
+	_, err = NewPlan(withQuota(activeInput(uneven), 4, 4), ScaleGoal{Target: 4, Method: MethodSplits, Even: true})
 	if !errors.Is(err, ErrShardQuota) {
 		t.Fatalf("want a quota refusal, got %v", err)
 	}
@@ -41,10 +41,10 @@ func TestQuotaCountsThePeak(t *testing.T) {
 	}
 	// The goal itself needs no more shards, so SampleShards lets it pass
 	// and NewPlan is the one that refuses.
-	if _, err := SampleShards(withQuota(activeInput(uneven), 4, 4), ScaleGoal{Target: 4, Method: MethodSplits}); err != nil {
+	if _, err := SampleShards(withQuota(activeInput(uneven), 4, 4), ScaleGoal{Target: 4, Method: MethodSplits, Even: true}); err != nil {
 		t.Fatal(err)
 	}
-	p, err = NewPlan(withQuota(activeInput(uneven), 5, 4), ScaleGoal{Target: 4, Method: MethodSplits})
+	p, err = NewPlan(withQuota(activeInput(uneven), 5, 4), ScaleGoal{Target: 4, Method: MethodSplits, Even: true})
 	if err != nil {
 		t.Fatal(err)
 	}

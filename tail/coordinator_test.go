@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 )
 
 // scriptedCoordinator answers Sync with whatever the test sets, and
@@ -92,5 +94,25 @@ func TestRevokedReaderRecordsNothing(t *testing.T) {
 	}
 	if tl.markEnd(r) || tl.positionOf("x").ShardEnd {
 		t.Fatal("a revoked reader recorded SHARD_END")
+	}
+}
+
+// A lease that says AT_TIMESTAMP carries no time: a worker that has none
+// of its own reads the shard from its oldest record, not from the year 1.
+func TestLeaseStart(t *testing.T) {
+	ts := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		start StartMode
+		ts    time.Time
+		want  startPoint
+	}{
+		{StartAtTimestamp, ts, startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: ts}},
+		{StartAtTimestamp, time.Time{}, startPoint{kind: types.ShardIteratorTypeTrimHorizon}},
+		{StartLatest, ts, startPoint{kind: types.ShardIteratorTypeLatest}},
+		{StartTrimHorizon, ts, startPoint{kind: types.ShardIteratorTypeTrimHorizon}},
+	} {
+		if got := leaseStart(c.start, c.ts); got != c.want {
+			t.Errorf("leaseStart(%v, %v) = %v, want %v", c.start, c.ts, got, c.want)
+		}
 	}
 }

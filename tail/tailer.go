@@ -761,6 +761,20 @@ func (t *Tailer) schedule() {
 	}
 }
 
+// leaseStart is where a leased shard nobody has read yet starts. A lease
+// says AT_TIMESTAMP without the time (the KCL's schema has no field for it):
+// a worker started without --from-timestamp, taking over from one started
+// with it, reads from the oldest record rather than from the year 1.
+func leaseStart(start StartMode, ts time.Time) startPoint {
+	switch {
+	case start == StartLatest:
+		return startPoint{kind: types.ShardIteratorTypeLatest}
+	case start == StartAtTimestamp && !ts.IsZero():
+		return startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: ts}
+	}
+	return startPoint{kind: types.ShardIteratorTypeTrimHorizon}
+}
+
 func (t *Tailer) startReader(s *shardState, pos Position) {
 	s.status, s.atTip = statusRunning, false
 	t.started++
@@ -776,15 +790,7 @@ func (t *Tailer) startReader(s *shardState, pos Position) {
 			r.skipSeq, r.skipSub = pos.SequenceNumber, pos.SubSequence
 		}
 	case leased:
-		// The lease says where a shard nobody has read yet starts.
-		switch start {
-		case StartLatest:
-			r.start = startPoint{kind: types.ShardIteratorTypeLatest}
-		case StartAtTimestamp:
-			r.start = startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: t.opts.Timestamp}
-		default:
-			r.start = startPoint{kind: types.ShardIteratorTypeTrimHorizon}
-		}
+		r.start = leaseStart(start, t.opts.Timestamp)
 	case s.initial && t.initialPass && t.opts.Start == StartLatest:
 		r.start = startPoint{kind: types.ShardIteratorTypeLatest}
 	case s.initial && t.opts.Start == StartAtTimestamp:

@@ -57,7 +57,9 @@ var openShardCommands = map[string]bool{"split": true, "merge": true}
 //     completes stream names, SHARD the shard ids of that stream;
 //   - a flag named shard: the shard ids of the command's STREAM argument;
 //   - checkpoint: file names;
-//   - output, format, method: the values in enumFlagValues.
+//   - output, format, method: the values in enumFlagValues;
+//   - any other flag that takes a value (a table name, a key, a count, a
+//     duration): no candidates and no file names.
 //
 // A command or flag that already has a completion function keeps it. The
 // default `completion` command is added here, with install instructions,
@@ -93,8 +95,12 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 				fn = completions.Files()
 			case enumFlagValues[fl.Name] != nil:
 				fn = completions.EnumByCommand(enumFlagValues[fl.Name])
-			default:
+			case fl.Value.Type() == "bool":
 				return
+			default:
+				// A table name, a key, a count, a duration: never a file
+				// of the current directory.
+				fn = cobra.NoFileCompletions
 			}
 			// It fails only for a flag that has a function already.
 			_ = c.RegisterFlagCompletionFunc(fl.Name, fn)

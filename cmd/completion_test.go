@@ -255,6 +255,11 @@ func TestCompleteFlagValues(t *testing.T) {
 		{[]string{"split", "x", "-o", ""}, []string{"table\tthe preview as tables", "json\tthe plan as JSON"}, liveDirective},
 		// --checkpoint leaves it to the shell's file-name completion.
 		{[]string{"tail", "x", "--checkpoint", ""}, nil, cobra.ShellCompDirectiveDefault},
+		// Any other value is not a file name: no candidates, no files.
+		{[]string{"tail", "x", "--lease-table", ""}, nil, cobra.ShellCompDirectiveNoFileComp},
+		{[]string{"tree", "x", "--kcl-table", ""}, nil, cobra.ShellCompDirectiveNoFileComp},
+		{[]string{"scale", "x", "--to", ""}, nil, cobra.ShellCompDirectiveNoFileComp},
+		{[]string{"tail", "x", "--from-timestamp", ""}, nil, cobra.ShellCompDirectiveNoFileComp},
 		{[]string{"completion", ""}, []string{
 			"bash\tPrint the bash completion script", "fish\tPrint the fish completion script",
 			"powershell\tPrint the powershell completion script", "zsh\tPrint the zsh completion script"}, cobra.ShellCompDirectiveNoFileComp},

@@ -76,7 +76,7 @@ func (o *ReshardOptions) validate(f *Factory) error {
 		return usageErrorf("--wait must be positive")
 	}
 	if o.Sample < 0 || o.Sample > reshard.MaxSampleSize {
-		return usageErrorf("--sample must be from 1 to %d records per shard, not %d", reshard.MaxSampleSize, o.Sample)
+		return usageErrorf("--sample must be from 0 (no sample) to %d records per shard, not %d", reshard.MaxSampleSize, o.Sample)
 	}
 	if o.SampleWindow <= 0 {
 		return usageErrorf("--sample-window must be positive")

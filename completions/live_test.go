@@ -215,8 +215,10 @@ func TestStreamsDeadlinePartial(t *testing.T) {
 			live.Timeout = 400 * time.Millisecond
 			start := time.Now()
 			got, _ := complete(live.Streams(), nil, tt.prefix)
-			if el := time.Since(start); el > live.Timeout+100*time.Millisecond {
-				t.Errorf("took %s, want at most the timeout %s", el, live.Timeout)
+			// Bounded by the timeout, not by the stalled pages: a second of
+			// slack for a loaded machine still tells the two apart.
+			if el := time.Since(start); el > live.Timeout+time.Second {
+				t.Errorf("took %s, want about the timeout %s", el, live.Timeout)
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)

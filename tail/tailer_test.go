@@ -180,10 +180,27 @@ func TestSingleSplit(t *testing.T) {
 
 func TestMergeWaitsForBothParents(t *testing.T) {
 	w := newWorld(t, 2)
-	// The upper parent holds far more records, read in small pages, so it
-	// finishes last: the child must wait for it too.
+	// The upper parent holds far more records (270 to 30), read in small
+	// pages, so it finishes last: the child must wait for it too.
+	two, err := lineage.EvenLayout(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := two[1].Start // where the fake's shard 1 starts, as on AWS
+	var upper, lower []string
+	for i := 0; len(upper) < 27 || len(lower) < 3; i++ {
+		k := fmt.Sprintf("key-%d", i)
+		if lineage.PartitionKeyHash(k).Cmp(half) >= 0 {
+			if len(upper) < 27 {
+				upper = append(upper, k)
+			}
+		} else if len(lower) < 3 {
+			lower = append(lower, k)
+		}
+	}
+	keys := append(upper, lower...)
 	for i := range 300 {
-		k := fmt.Sprintf("key-%d", i%30)
+		k := keys[i%30]
 		w.fake.Put("s", k, []byte(fmt.Sprintf("%s#%d", k, len(w.written[k]))))
 		w.written[k] = append(w.written[k], fmt.Sprintf("%s#%d", k, len(w.written[k])))
 	}
@@ -191,6 +208,10 @@ func TestMergeWaitsForBothParents(t *testing.T) {
 	w.put(30, 60)
 	opts := fastOptions()
 	opts.Limit = 7
+	// 39 pages of the upper parent take about a second, five times the
+	// relisting interval: the child is listed (and could start) long
+	// before its second parent ends.
+	opts.minInterval = 25 * time.Millisecond
 	out := &sink{}
 	runTail(t, w.fake, NewMemoryStore(nil), opts, out)
 	recs := out.records()

@@ -83,8 +83,16 @@ func runCreate(ctx context.Context, f *Factory, api kstream.CreateAPI, ref kstre
 	if err != nil {
 		return err
 	}
-	if res.Outcome == kstream.Existed && sum != nil && !opts.OnDemand && sum.Mode != types.StreamModeOnDemand && sum.OpenShards != opts.Shards {
-		fmt.Fprintf(f.IO.ErrOut, "note: stream %s has %d open shards; --shards %d was not applied (use scale to change it)\n", ref, sum.OpenShards, opts.Shards)
+	if res.Outcome == kstream.Existed && sum != nil {
+		onDemand := sum.Mode == types.StreamModeOnDemand
+		switch {
+		case opts.OnDemand && !onDemand:
+			fmt.Fprintf(f.IO.ErrOut, "note: stream %s is PROVISIONED with %d open shards; --on-demand was not applied (the stream's mode is left as it is)\n", ref, sum.OpenShards)
+		case !opts.OnDemand && onDemand:
+			fmt.Fprintf(f.IO.ErrOut, "note: stream %s is ON_DEMAND; --shards %d was not applied (the stream's mode is left as it is)\n", ref, opts.Shards)
+		case !opts.OnDemand && sum.OpenShards != opts.Shards:
+			fmt.Fprintf(f.IO.ErrOut, "note: stream %s has %d open shards; --shards %d was not applied (use scale to change it)\n", ref, sum.OpenShards, opts.Shards)
+		}
 	}
 	if sum == nil {
 		// --wait 0: report what we know.

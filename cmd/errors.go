@@ -66,6 +66,10 @@ func wordError(err error, ec errContext) string {
 }
 
 func wordErrorRaw(err error, ec errContext) string {
+	var noted *notedError
+	if errors.As(err, &noted) {
+		return wordErrorRaw(noted.err, ec) + "; " + noted.note
+	}
 	var lost *outcomeUnknownError
 	if errors.As(err, &lost) {
 		return wordErrorRaw(lost.err, ec) + "; " + lost.note
@@ -173,6 +177,16 @@ type outcomeUnknownError struct {
 
 func (e *outcomeUnknownError) Error() string { return e.err.Error() + "; " + e.note }
 func (e *outcomeUnknownError) Unwrap() error { return e.err }
+
+// notedError is an error with a note the user needs beside it (what was
+// done before it), worded after the error's own sentence.
+type notedError struct {
+	err  error
+	note string
+}
+
+func (e *notedError) Error() string { return e.err.Error() + "; " + e.note }
+func (e *notedError) Unwrap() error { return e.err }
 
 // outcomeUnknown reports whether a failed call may have taken effect: it
 // got no answer, or a 5xx. A 4xx answer is a refusal.

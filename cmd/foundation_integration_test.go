@@ -53,6 +53,11 @@ func TestCreateNewThenExisting(t *testing.T) {
 	if !strings.HasPrefix(res.stdout, "STREAM ") || !strings.Contains(res.stdout, name) {
 		t.Fatalf("table = %q", res.stdout)
 	}
+	// Another mode asked for: noted, not applied.
+	res = runCLI(t, "", "", "create", name, "--on-demand")
+	if res.code != 0 || !strings.Contains(res.stderr, "is PROVISIONED with 3 open shards; --on-demand was not applied") {
+		t.Fatalf("create --on-demand of a provisioned stream: exit %d, stderr %q", res.code, res.stderr)
+	}
 }
 
 func TestCreateOnDemand(t *testing.T) {
@@ -66,6 +71,10 @@ func TestCreateOnDemand(t *testing.T) {
 	res := runCLI(t, "", "", "create", name, "--on-demand", "-o", "json")
 	if res.code != 0 || !strings.Contains(res.stdout, `"mode": "ON_DEMAND"`) {
 		t.Fatalf("exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	res = runCLI(t, "", "", "create", name, "--shards", "2")
+	if res.code != 0 || !strings.Contains(res.stderr, "is ON_DEMAND; --shards 2 was not applied") {
+		t.Fatalf("create --shards of an on-demand stream: exit %d, stderr %q", res.code, res.stderr)
 	}
 }
 

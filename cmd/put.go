@@ -153,6 +153,23 @@ func runPut(ctx context.Context, f *Factory, api putAPI, ref kstream.Ref, opts *
 	start := time.Now()
 	err = p.run(ctx)
 	p.stats.Seconds = time.Since(start).Seconds()
+	if err != nil && !errors.Is(err, context.Canceled) && p.opts.Output != "json" {
+		// One line on stderr: what failed, and what was written before it
+		// (the summary line would be a second).
+		s := p.stats
+		done := fmt.Sprintf("%s written before it", recordCount(s.Records))
+		var lost *outcomeUnknownError
+		switch {
+		case errors.As(err, &lost):
+			done = fmt.Sprintf("%s confirmed written before it", recordCount(s.Records))
+		case s.Records == 0:
+			done = "nothing was written"
+		}
+		if s.maybeTwice > 0 {
+			done += fmt.Sprintf(", %d of them possibly twice (a lost answer)", s.maybeTwice)
+		}
+		return &notedError{err: err, note: done}
+	}
 	p.report()
 	return err
 }

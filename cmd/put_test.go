@@ -163,8 +163,10 @@ func TestPutGivesUpAfterRetries(t *testing.T) {
 	if len(fake.calls) != 3 {
 		t.Errorf("calls = %d, want 3 (1 + 2 retries)", len(fake.calls))
 	}
-	if !strings.Contains(stderr, "1 FAILED") {
-		t.Errorf("summary = %q", stderr)
+	// One line: the error says what was written before it; no summary
+	// line besides.
+	if !strings.HasSuffix(err.Error(), "; 2 records written before it") || stderr != "" {
+		t.Errorf("err = %v, stderr = %q", err, stderr)
 	}
 }
 
@@ -199,7 +201,7 @@ func TestPutInputErrors(t *testing.T) {
 			opts := putOpts()
 			opts.KeyField = tt.keyField
 			_, _, err := runPutTest(t, fake, tt.input, opts)
-			if err == nil || err.Error() != tt.want {
+			if err == nil || err.Error() != tt.want+"; nothing was written" {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
 			if len(fake.written) != 0 {

@@ -311,7 +311,7 @@ func TestTailFollowsReshardsLive(t *testing.T) {
 	w.round(3)
 	waitFor(t, 30*time.Second, "every record", func() bool { return len(p.output()) >= w.total() })
 	p.cmd.Process.Signal(syscall.SIGINT)
-	if code := p.wait(t, 10*time.Second); code != 130 || !strings.HasSuffix(p.errText(), "error: interrupted; checkpoint saved\n") {
+	if code := p.wait(t, 10*time.Second); code != 130 || !strings.HasSuffix("\n"+p.errText(), "\ninterrupted; checkpoint saved\n") {
 		t.Fatalf("exit %d after SIGINT, want 130; stderr:\n%s", code, p.errText())
 	}
 	lines := p.output()
@@ -388,7 +388,7 @@ func TestTailFromTip(t *testing.T) {
 	waitFor(t, 20*time.Second, "the new records", func() bool { return len(p.output()) >= len(fresh) })
 	time.Sleep(500 * time.Millisecond)
 	p.cmd.Process.Signal(syscall.SIGINT)
-	if code := p.wait(t, 10*time.Second); code != 130 || !strings.HasSuffix(p.errText(), "error: interrupted; nothing saved (--no-checkpoint)\n") {
+	if code := p.wait(t, 10*time.Second); code != 130 || !strings.HasSuffix("\n"+p.errText(), "\ninterrupted; nothing saved (--no-checkpoint)\n") {
 		t.Fatalf("exit %d after SIGINT, want 130 and no claim of a checkpoint; stderr ends:\n%s", code, p.errText()[max(0, len(p.errText())-300):])
 	}
 	var got []string

@@ -153,9 +153,13 @@ func runPut(ctx context.Context, f *Factory, api putAPI, ref kstream.Ref, opts *
 	start := time.Now()
 	err = p.run(ctx)
 	p.stats.Seconds = time.Since(start).Seconds()
-	if err != nil && !errors.Is(err, context.Canceled) && p.opts.Output != "json" {
+	if err != nil && !errors.Is(err, context.Canceled) {
 		// One line on stderr: what failed, and what was written before it
-		// (the summary line would be a second).
+		// (the summary line or the duplicates warning would be a second;
+		// -o json still gets its document on stdout).
+		if p.opts.Output == "json" {
+			render.JSON(p.f.IO.Out, p.stats)
+		}
 		s := p.stats
 		done := fmt.Sprintf("%s written before it", recordCount(s.Records))
 		var lost *outcomeUnknownError
@@ -166,7 +170,7 @@ func runPut(ctx context.Context, f *Factory, api putAPI, ref kstream.Ref, opts *
 			done = "nothing was written"
 		}
 		if s.maybeTwice > 0 {
-			done += fmt.Sprintf(", %d of them possibly twice (a lost answer)", s.maybeTwice)
+			done += fmt.Sprintf(", %d of which may be stored twice (an answer was lost and the SDK sent the call again)", s.maybeTwice)
 		}
 		return &notedError{err: err, note: done}
 	}

@@ -328,7 +328,7 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 		saved := "checkpoint saved"
 		switch {
 		case o.LeaseTable != "":
-			saved = "checkpoints saved in lease table " + o.LeaseTable + ", leases given back"
+			saved = "checkpoints saved in lease table " + o.LeaseTable
 		case path == "":
 			saved = "nothing saved (--no-checkpoint)"
 		}

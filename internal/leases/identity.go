@@ -39,6 +39,10 @@ var ErrForeignTable = errors.New("lease table belongs to another stream")
 // a KCL application's, whose leases a tail would otherwise take over and
 // whose checkpoints it would move.
 func ClaimTable(ctx context.Context, api DynamoAPI, table string, id tail.StreamIdentity) error {
+	if id.ARN == "" {
+		// A claim without an ARN could never be matched again.
+		return fmt.Errorf("lease table %s: the service gave no ARN for the stream, and a lease table is tied to its stream by ARN and creation time", table)
+	}
 	for range 3 {
 		claimed, leases, err := readClaim(ctx, api, table)
 		if err != nil {
@@ -52,7 +56,7 @@ func ClaimTable(ctx context.Context, api DynamoAPI, table string, id tail.Stream
 			return nil
 		}
 		if leases > 0 {
-			return fmt.Errorf("%w: %s already holds %d leases that kinesis-shards did not write (a KCL application's?); tail would take them over and move their checkpoints: use a table of its own",
+			return fmt.Errorf("%w: %s already holds %d leases that are not tied to a stream (a KCL application's, or written by a kinesis-shards build from before lease tables were tied to their stream); tail would take them over and move their checkpoints: use a table of its own",
 				ErrForeignTable, table, leases)
 		}
 		_, err = api.PutItem(ctx, &dynamodb.PutItemInput{

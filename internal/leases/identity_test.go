@@ -22,10 +22,34 @@ func TestClaimTable(t *testing.T) {
 	created := time.Date(2026, 11, 30, 8, 0, 0, 123e6, time.UTC)
 	orders := tail.StreamIdentity{Name: "orders", ARN: "arn:aws:kinesis:us-east-1:111122223333:stream/orders", Created: created}
 
-	// Several workers starting at once on an empty table: one claims it,
-	// the others find the same claim.
+	// Tails of four streams starting at once on an empty table: exactly
+	// one claims it, the others find its claim and are refused.
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
+	ids := make([]tail.StreamIdentity, len(errs))
+	for i := range errs {
+		ids[i] = orders
+		ids[i].Created = created.Add(time.Duration(i) * time.Minute)
+		wg.Go(func() { errs[i] = ClaimTable(ctx, c, table, ids[i]) })
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner < 0:
+			winner = i
+		case err == nil:
+			t.Fatalf("streams %d and %d both claimed the table", winner, i)
+		case !errors.Is(err, ErrForeignTable):
+			t.Fatalf("stream %d: %v", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("nobody claimed the table")
+	}
+	orders = ids[winner]
+	created = orders.Created
+	// The same stream again, several workers at once: all find its claim.
 	for i := range errs {
 		wg.Go(func() { errs[i] = ClaimTable(ctx, c, table, orders) })
 	}
@@ -48,10 +72,13 @@ func TestClaimTable(t *testing.T) {
 	}
 	recreated := orders
 	recreated.Created = created.Add(time.Hour)
+	if err := ClaimTable(ctx, c, table, tail.StreamIdentity{Name: "x"}); err == nil || !strings.Contains(err.Error(), "gave no ARN") {
+		t.Fatalf("claim without an ARN: %v", err)
+	}
 	other := tail.StreamIdentity{Name: "clicks", ARN: "arn:aws:kinesis:us-east-1:111122223333:stream/clicks", Created: created}
 	for _, id := range []tail.StreamIdentity{recreated, other} {
 		err := ClaimTable(ctx, c, table, id)
-		want := "lease table belongs to another stream: " + table + " holds the leases of " + orders.ARN + " (created 2026-11-30T08:00:00Z), not of " + id.ARN
+		want := "lease table belongs to another stream: " + table + " holds the leases of " + orders.ARN + " (created " + created.Format(time.RFC3339) + "), not of " + id.ARN
 		if !errors.Is(err, ErrForeignTable) || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "a stream deleted and re-created under the same name is another stream") {
 			t.Fatalf("claim for %+v: %v", id, err)
 		}
@@ -77,7 +104,7 @@ func TestClaimTableRefusesAKCLTable(t *testing.T) {
 	}
 	before, _ := Scan(ctx, c, table)
 	err := ClaimTable(ctx, c, table, tail.StreamIdentity{ARN: "arn:aws:kinesis:us-east-1:111122223333:stream/orders", Created: time.Now()})
-	if !errors.Is(err, ErrForeignTable) || !strings.Contains(err.Error(), "already holds 2 leases that kinesis-shards did not write (a KCL application's?)") {
+	if !errors.Is(err, ErrForeignTable) || !strings.Contains(err.Error(), "already holds 2 leases that are not tied to a stream (a KCL application's") {
 		t.Fatal(err)
 	}
 	after, _ := Scan(ctx, c, table)

@@ -475,7 +475,9 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		return nil
 	case key.Matches(k, m.keys.Refresh):
 		if !m.loading {
-			m.loading = true
+			// r also reads the shard quota again (the timer's refreshes
+			// do not: DescribeLimits allows one call a second).
+			m.loading, m.quotaDue = true, true
 			return m.loadStreamCmd()
 		}
 		return nil
@@ -752,7 +754,7 @@ func (m *Model) startSplit() tea.Cmd {
 		return nil
 	}
 	if _, err := reshard.SampleShards(m.planInput(), reshard.SplitGoal{Shard: m.selected}); err != nil {
-		m.setStatus(statusError, m.opts.DescribeError(err))
+		m.refused(err)
 		return nil
 	}
 	sh := m.graph.Shard(m.selected)
@@ -887,7 +889,7 @@ func (m *Model) choose(c choice) tea.Cmd {
 		shards, err := reshard.SampleShards(m.planInput(), reshard.SplitGoal{Shard: d.shard, Median: true})
 		if err != nil {
 			m.closeDialog()
-			m.setStatus(statusError, m.opts.DescribeError(err))
+			m.refused(err)
 			return nil
 		}
 		d.stage = stageBusy
@@ -911,11 +913,23 @@ func (m *Model) plan(g reshard.Goal, sample *reshard.Sample) tea.Cmd {
 	p, err := reshard.NewPlan(in, g)
 	if err != nil {
 		cmd := m.closeDialog()
-		m.setStatus(statusError, m.opts.DescribeError(err))
+		m.refused(err)
 		return cmd
 	}
 	m.dialog.setPlan(p)
 	return nil
+}
+
+// refused shows the planner's refusal. One for want of shard quota reads
+// the quota again with the next listing: shards may be freed, or the quota
+// raised, meanwhile.
+func (m *Model) refused(err error) {
+	text := m.opts.DescribeError(err)
+	if errors.Is(err, reshard.ErrShardQuota) {
+		m.quotaDue = true
+		text += " (read again at the next refresh)"
+	}
+	m.setStatus(statusError, text)
 }
 
 // sampled takes the traffic sample of a balanced split.

@@ -387,21 +387,38 @@ func TestDashboardShardQuota(t *testing.T) {
 	if f.Calls("SplitShard") != 1 || f.Calls("DescribeLimits") != 2 {
 		t.Fatalf("SplitShard %d, DescribeLimits %d", f.Calls("SplitShard"), f.Calls("DescribeLimits"))
 	}
-	d.keys("r")
+	d.send(refreshTickMsg{})
 	d.settle()
 	if n := f.Calls("DescribeLimits"); n != 2 {
-		t.Fatalf("a refresh read the quota (%d calls)", n)
+		t.Fatalf("a timed refresh read the quota (%d calls)", n)
 	}
 	d.keys("s")
 	if d.m.dialog != nil {
 		t.Fatal("split dialog with the quota full")
 	}
 	want := "error: this split of stream orders opens up to 1 more shard, but the account has 7 of its 7-shard quota in this region open (0 free)"
-	if got := d.statusText(); !strings.HasPrefix(got, want) {
+	if got := d.statusText(); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "(read again at the next refresh)") {
 		t.Fatalf("status %q", got)
 	}
 	if f.Calls("SplitShard") != 1 {
 		t.Fatal("SplitShard sent over the quota")
+	}
+	// The quota is raised meanwhile: the next listing reads it, and the
+	// split goes ahead.
+	f.ShardLimit = 8
+	d.send(refreshTickMsg{})
+	d.settle()
+	if n := f.Calls("DescribeLimits"); n != 3 {
+		t.Fatalf("the refresh after a refusal did not read the quota (%d calls)", n)
+	}
+	d.keys("s", "enter")
+	d.mustContain("Note: The account has 7 of its 8-shard quota in this region open; this opens up to 1 more shard.")
+	d.keys("n")
+	// r reads it too.
+	d.keys("r")
+	d.settle()
+	if n := f.Calls("DescribeLimits"); n != 4 {
+		t.Fatalf("r did not read the quota (%d calls)", n)
 	}
 	// Read-only: no action, so no quota read.
 	g := newFake(t)

@@ -86,14 +86,12 @@ p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
 					return err
 				}
 			}
-			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
+			client, ref, dc, err := f.KinesisWithLeases(c.Context(), opts.Stream, opts.KCLTable)
 			if err != nil {
 				return err
 			}
-			if opts.KCLTable != "" {
-				if opts.Leases, err = f.Dynamo(c.Context(), client); err != nil {
-					return err
-				}
+			if dc != nil {
+				opts.Leases = dc
 			}
 			return runDashboard(c.Context(), f, client, ref, opts)
 		}),

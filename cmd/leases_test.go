@@ -14,6 +14,7 @@ import (
 
 	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases"
+	"github.com/kinesis-shards/kinesis-shards/internal/leases/leasestest"
 )
 
 // startDynalite starts a local DynamoDB for one test.
@@ -41,23 +42,6 @@ func runCLIWithDynamo(t *testing.T, d *emulator.Dynalite, args ...string) cliRes
 	}, "", args...)
 }
 
-func kclLease(key, checkpoint, owner string, counter int, parents ...string) map[string]types.AttributeValue {
-	item := map[string]types.AttributeValue{
-		"leaseKey":                     &types.AttributeValueMemberS{Value: key},
-		"checkpoint":                   &types.AttributeValueMemberS{Value: checkpoint},
-		"checkpointSubSequenceNumber":  &types.AttributeValueMemberN{Value: "0"},
-		"leaseCounter":                 &types.AttributeValueMemberN{Value: fmt.Sprint(counter)},
-		"ownerSwitchesSinceCheckpoint": &types.AttributeValueMemberN{Value: "0"},
-	}
-	if owner != "" {
-		item["leaseOwner"] = &types.AttributeValueMemberS{Value: owner}
-	}
-	if len(parents) > 0 {
-		item["parentShardId"] = &types.AttributeValueMemberSS{Value: parents}
-	}
-	return item
-}
-
 // A KCL application stuck after a reshard: the tree names the blocked
 // child and the parent that blocks it, in every format.
 func TestTreeKCLTable(t *testing.T) {
@@ -80,13 +64,13 @@ func TestTreeKCLTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, item := range []map[string]types.AttributeValue{
-		kclLease("shardId-000000000000", "SHARD_END", "", 10),
-		kclLease("shardId-000000000001", "49000000000000000000000000000000000000000000000000000000", "worker-dead", 3),
-		kclLease("shardId-000000000002", "TRIM_HORIZON", "worker-a", 8, "shardId-000000000000"),
-		kclLease("shardId-000000000003", "SHARD_END", "", 9, "shardId-000000000000"),
-		kclLease("shardId-000000000004", "TRIM_HORIZON", "", 0, "shardId-000000000001", "shardId-000000000003"),
+		leasestest.KCLRow("shardId-000000000000", "SHARD_END", "", 10),
+		leasestest.KCLRow("shardId-000000000001", "49000000000000000000000000000000000000000000000000000000", "worker-dead", 3),
+		leasestest.KCLRow("shardId-000000000002", "TRIM_HORIZON", "worker-a", 8, "shardId-000000000000"),
+		leasestest.KCLRow("shardId-000000000003", "SHARD_END", "", 9, "shardId-000000000000"),
+		leasestest.KCLRow("shardId-000000000004", "TRIM_HORIZON", "", 0, "shardId-000000000001", "shardId-000000000003"),
 		{"leaseKey": &types.AttributeValueMemberS{Value: "Leader"}, "entityType": &types.AttributeValueMemberS{Value: "LEADER"}},
-		kclLease("123456789012:another:1:shardId-000000000000", "LATEST", "x", 1),
+		leasestest.KCLRow("123456789012:another:1:shardId-000000000000", "LATEST", "x", 1),
 	} {
 		if _, err := dc.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
 			t.Fatal(err)

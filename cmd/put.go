@@ -412,7 +412,7 @@ func (p *putter) send(ctx context.Context, batch []putEntry) error {
 		}
 		p.stats.Retried += len(failed)
 		p.f.Debugf("put: %d of %d entries failed (%s), retrying in %s", len(failed), len(pending), lastCode, delay)
-		if err := sleepCtx(ctx, jitter(p.opts.Rand, delay)); err != nil {
+		if err := kstream.Sleep(ctx, jitter(p.opts.Rand, delay)); err != nil {
 			p.stats.Failed += len(failed)
 			return err
 		}
@@ -472,17 +472,6 @@ func jitter(r *rand.Rand, d time.Duration) time.Duration {
 		return d
 	}
 	return d/2 + time.Duration(r.Int64N(int64(d/2)))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func (p *putter) report() {

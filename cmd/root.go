@@ -123,6 +123,18 @@ func (f *Factory) Dynamo(ctx context.Context, k *kinesis.Client) (*dynamodb.Clie
 	return f.DynamoClient(ctx, k.Options().Region)
 }
 
+// KinesisWithLeases is Kinesis, and when table is set the DynamoDB client
+// of that lease table in the stream's region (tail --lease-table, tree and
+// dashboard --kcl-table); nil when it is not.
+func (f *Factory) KinesisWithLeases(ctx context.Context, stream, table string) (*kinesis.Client, kstream.Ref, *dynamodb.Client, error) {
+	client, ref, err := f.Kinesis(ctx, stream)
+	if err != nil || table == "" {
+		return client, ref, nil, err
+	}
+	dc, err := f.Dynamo(ctx, client)
+	return client, ref, dc, err
+}
+
 func (f *Factory) defaultKinesisClient(ctx context.Context, region string) (*kinesis.Client, error) {
 	cc := clientConfig{Region: region, Profile: f.Global.Profile, EndpointURL: f.Global.EndpointURL}
 	if f.Global.Debug {

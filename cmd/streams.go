@@ -86,7 +86,7 @@ func listStreamRefs(ctx context.Context, api kinesis.ListStreamsAPIClient, pageS
 		out, err := api.ListStreams(ctx, in)
 		// 5 calls per second per account: wait out a moment's crowd.
 		for attempt := 0; err != nil && attempt < kstream.LimitRetries && isLimitExceeded(err); attempt++ {
-			if serr := sleepCtx(ctx, kstream.LimitPause<<attempt); serr != nil {
+			if serr := kstream.Sleep(ctx, kstream.LimitPause<<attempt); serr != nil {
 				return nil, err
 			}
 			out, err = api.ListStreams(ctx, in)
@@ -210,7 +210,7 @@ func describeForList(ctx context.Context, api streamsAPI, ref kstream.Ref, tick 
 		case errors.As(err, &nf):
 			return nil, nil
 		case errors.As(err, &lee) && attempt < 5:
-			if err := sleepCtx(ctx, time.Duration(200<<attempt)*time.Millisecond); err != nil {
+			if err := kstream.Sleep(ctx, time.Duration(200<<attempt)*time.Millisecond); err != nil {
 				return nil, err
 			}
 			continue

@@ -115,14 +115,12 @@ writes out what was read, saves the checkpoint and exits 130.`,
 			if err := validateTail(c, f, opts); err != nil {
 				return err
 			}
-			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
+			client, ref, dc, err := f.KinesisWithLeases(c.Context(), opts.Stream, opts.LeaseTable)
 			if err != nil {
 				return err
 			}
-			if opts.LeaseTable != "" {
-				if opts.Leases, err = f.Dynamo(c.Context(), client); err != nil {
-					return err
-				}
+			if dc != nil {
+				opts.Leases = dc
 			}
 			return runTail(c.Context(), f, client, ref, opts)
 		}),

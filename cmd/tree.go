@@ -105,14 +105,12 @@ keys, and the tool says so instead.`,
 					return err
 				}
 			}
-			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
+			client, ref, dc, err := f.KinesisWithLeases(c.Context(), opts.Stream, opts.KCLTable)
 			if err != nil {
 				return err
 			}
-			if opts.KCLTable != "" {
-				if opts.Leases, err = f.Dynamo(c.Context(), client); err != nil {
-					return err
-				}
+			if dc != nil {
+				opts.Leases = dc
 			}
 			return runTree(c.Context(), f, client, ref, opts)
 		}),

@@ -225,7 +225,7 @@ func (x *Executor) settle(ctx context.Context, st Step, want []Slot) (*lineage.G
 	var last error
 	for try := 0; try < x.SettleTries; try++ {
 		if try > 0 {
-			if err := sleepCtx(ctx, x.SettleDelay); err != nil {
+			if err := kstream.Sleep(ctx, x.SettleDelay); err != nil {
 				return nil, err
 			}
 		}

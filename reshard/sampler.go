@@ -84,21 +84,7 @@ func (o *SampleOptions) defaults() {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepCtx
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+		o.Sleep = kstream.Sleep
 	}
 }
 

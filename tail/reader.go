@@ -20,6 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
+	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
@@ -295,7 +296,7 @@ func (r *reader) end(children []types.ChildShard) error {
 
 // wait sleeps until the pacer allows the next attempt.
 func (r *reader) wait(ctx context.Context) error {
-	return sleepCtx(ctx, r.next.Sub(r.t.now()))
+	return kstream.Sleep(ctx, r.next.Sub(r.t.now()))
 }
 
 func (r *reader) getRecords(ctx context.Context, it string) (*kinesis.GetRecordsOutput, error) {
@@ -341,7 +342,7 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 	}
 	failures := 0
 	for {
-		if err := sleepCtx(ctx, r.nextIterator.Sub(r.t.now())); err != nil {
+		if err := kstream.Sleep(ctx, r.nextIterator.Sub(r.t.now())); err != nil {
 			return "", err
 		}
 		if err := r.t.calls.acquire(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
@@ -564,7 +565,7 @@ func (t *Tailer) listWithRetry(ctx context.Context) ([]types.Shard, error) {
 		if (!errors.As(err, &lee) && !errors.As(err, &riu)) || attempt >= 5 {
 			return nil, err
 		}
-		if err := sleepCtx(ctx, delay); err != nil {
+		if err := kstream.Sleep(ctx, delay); err != nil {
 			return nil, err
 		}
 		delay *= 2
@@ -869,20 +870,6 @@ func (t *Tailer) markEnd(r *reader) bool {
 	return true
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
-}
-
 // known lists the shards for a Coordinator.
 func (t *Tailer) known() []ShardInfo {
 	out := make([]ShardInfo, 0, len(t.shards))
@@ -972,7 +959,7 @@ func (t *Tailer) checkpointLeases(ctx context.Context, snap map[string]Position,
 			if err == nil || errors.Is(err, ErrLeaseLost) || !force || attempt >= 3 || ctx.Err() != nil {
 				break
 			}
-			sleepCtx(ctx, time.Duration(250<<attempt)*time.Millisecond)
+			kstream.Sleep(ctx, time.Duration(250<<attempt)*time.Millisecond)
 		}
 		switch {
 		case err == nil:

@@ -302,6 +302,17 @@ func (sh *Shard) toType() types.Shard {
 	return t
 }
 
+// openCount is how many of the stream's shards are open.
+func (s *Stream) openCount() int {
+	n := 0
+	for _, sh := range s.shards {
+		if !sh.Closed {
+			n++
+		}
+	}
+	return n
+}
+
 // DescribeStreamSummary implements the SDK call.
 func (f *Fake) DescribeStreamSummary(ctx context.Context, in *kinesis.DescribeStreamSummaryInput, _ ...func(*kinesis.Options)) (*kinesis.DescribeStreamSummaryOutput, error) {
 	if err := f.call("DescribeStreamSummary", in); err != nil {
@@ -313,15 +324,9 @@ func (f *Fake) DescribeStreamSummary(ctx context.Context, in *kinesis.DescribeSt
 	if err != nil {
 		return nil, err
 	}
-	open := 0
-	for _, sh := range s.shards {
-		if !sh.Closed {
-			open++
-		}
-	}
 	return &kinesis.DescribeStreamSummaryOutput{StreamDescriptionSummary: &types.StreamDescriptionSummary{
 		StreamName: aws.String(s.Name), StreamARN: aws.String(s.ARN), StreamStatus: s.Status,
-		StreamCreationTimestamp: aws.Time(s.Created), OpenShardCount: aws.Int32(int32(open)), RetentionPeriodHours: aws.Int32(24),
+		StreamCreationTimestamp: aws.Time(s.Created), OpenShardCount: aws.Int32(int32(s.openCount())), RetentionPeriodHours: aws.Int32(24),
 		StreamModeDetails: &types.StreamModeDetails{StreamMode: types.StreamModeProvisioned},
 	}}, nil
 }
@@ -336,11 +341,7 @@ func (f *Fake) DescribeLimits(ctx context.Context, in *kinesis.DescribeLimitsInp
 	defer f.mu.Unlock()
 	open := 0
 	for _, s := range f.streams {
-		for _, sh := range s.shards {
-			if !sh.Closed {
-				open++
-			}
-		}
+		open += s.openCount()
 	}
 	limit := f.ShardLimit
 	if limit == 0 {

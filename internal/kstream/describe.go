@@ -61,7 +61,7 @@ func Describe(ctx context.Context, api DescribeAPI, ref Ref) (*Summary, error) {
 	// 20 calls per second per account, shared: a LimitExceeded is a
 	// moment's crowd, waited out a few times (the SDK retries none).
 	for attempt := 0; err != nil && attempt < LimitRetries && isLimit(err); attempt++ {
-		if serr := sleepCtx(ctx, LimitPause<<attempt); serr != nil {
+		if serr := Sleep(ctx, LimitPause<<attempt); serr != nil {
 			return nil, err
 		}
 		out, err = api.DescribeStreamSummary(ctx, in)
@@ -152,11 +152,16 @@ func (o *WaitOptions) defaults() {
 		o.MaxDelay = o.MinDelay
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepCtx
+		o.Sleep = Sleep
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits for d or until ctx ends, whichever comes first, and returns
+// ctx's error in the second case (at once when d <= 0 and ctx has ended).
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/leases/leasestest"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
 
@@ -95,8 +96,8 @@ func TestClaimTableRefusesAKCLTable(t *testing.T) {
 	ctx := context.Background()
 	table := newTable(t, c)
 	for _, row := range []map[string]types.AttributeValue{
-		kclRow("shardId-000000000000", "49650000000000000000000000000000000000000000000000000002", "kcl-worker-1", 41),
-		kclRow("shardId-000000000001", ShardEnd, "", 12),
+		leasestest.KCLRow("shardId-000000000000", "49650000000000000000000000000000000000000000000000000002", "kcl-worker-1", 41),
+		leasestest.KCLRow("shardId-000000000001", ShardEnd, "", 12),
 	} {
 		if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: row}); err != nil {
 			t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/leases/leasestest"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
@@ -75,26 +76,8 @@ func newTable(t *testing.T, c *dynamodb.Client) string {
 	return name
 }
 
-// A fixture row in the KCL's own format.
-func kclRow(key, checkpoint, owner string, counter int, parents ...string) map[string]types.AttributeValue {
-	item := map[string]types.AttributeValue{
-		"leaseKey":                     &types.AttributeValueMemberS{Value: key},
-		"checkpoint":                   &types.AttributeValueMemberS{Value: checkpoint},
-		"checkpointSubSequenceNumber":  &types.AttributeValueMemberN{Value: "0"},
-		"leaseCounter":                 &types.AttributeValueMemberN{Value: fmt.Sprint(counter)},
-		"ownerSwitchesSinceCheckpoint": &types.AttributeValueMemberN{Value: "0"},
-	}
-	if owner != "" {
-		item["leaseOwner"] = &types.AttributeValueMemberS{Value: owner}
-	}
-	if len(parents) > 0 {
-		item["parentShardId"] = &types.AttributeValueMemberSS{Value: parents}
-	}
-	return item
-}
-
 func TestParseItem(t *testing.T) {
-	multi := kclRow("123456789012:orders:1796040000:shardId-000000000004", "4959000000000000000000000000000000000000000000000000000017", "w1", 9, "shardId-000000000001")
+	multi := leasestest.KCLRow("123456789012:orders:1796040000:shardId-000000000004", "4959000000000000000000000000000000000000000000000000000017", "w1", 9, "shardId-000000000001")
 	multi["streamName"] = &types.AttributeValueMemberS{Value: "123456789012:orders:1796040000"}
 	multi["shardId"] = &types.AttributeValueMemberS{Value: "shardId-000000000004"}
 	multi["childShardIds"] = &types.AttributeValueMemberSS{Value: []string{"shardId-000000000006", "shardId-000000000005"}}
@@ -115,7 +98,7 @@ func TestParseItem(t *testing.T) {
 			t.Errorf("%s: ok=%v err=%v, want skipped", name, ok, err)
 		}
 	}
-	bad := kclRow("shardId-000000000001", "SHARD_END", "", 1)
+	bad := leasestest.KCLRow("shardId-000000000001", "SHARD_END", "", 1)
 	bad["leaseCounter"] = &types.AttributeValueMemberS{Value: "many"}
 	if _, _, err := ParseItem(bad); err == nil {
 		t.Error("a non-numeric leaseCounter was accepted")
@@ -156,15 +139,15 @@ func testGraph(t *testing.T) *lineage.Graph {
 func TestDiagnoseStuckConsumer(t *testing.T) {
 	g := testGraph(t)
 	rows := []map[string]types.AttributeValue{
-		kclRow("shardId-000000000000", "SHARD_END", "", 5),
-		kclRow("shardId-000000000001", "4959000000000000000000000000000000000000000000000000000011", "worker-a", 30, "shardId-000000000000"),
-		kclRow("shardId-000000000002", "SHARD_END", "worker-b", 12, "shardId-000000000000"),
+		leasestest.KCLRow("shardId-000000000000", "SHARD_END", "", 5),
+		leasestest.KCLRow("shardId-000000000001", "4959000000000000000000000000000000000000000000000000000011", "worker-a", 30, "shardId-000000000000"),
+		leasestest.KCLRow("shardId-000000000002", "SHARD_END", "worker-b", 12, "shardId-000000000000"),
 		// 3 never reached SHARD_END: its worker stopped checkpointing.
-		kclRow("shardId-000000000003", "4959000000000000000000000000000000000000000000000000000099", "worker-dead", 7),
-		kclRow("shardId-000000000004", "TRIM_HORIZON", "", 0, "shardId-000000000002", "shardId-000000000003"),
-		kclRow("shardId-000000000099", "SHARD_END", "", 1), // a stale row
+		leasestest.KCLRow("shardId-000000000003", "4959000000000000000000000000000000000000000000000000000099", "worker-dead", 7),
+		leasestest.KCLRow("shardId-000000000004", "TRIM_HORIZON", "", 0, "shardId-000000000002", "shardId-000000000003"),
+		leasestest.KCLRow("shardId-000000000099", "SHARD_END", "", 1), // a stale row
 	}
-	other := kclRow("123456789012:other:1:shardId-000000000000", "LATEST", "x", 1)
+	other := leasestest.KCLRow("123456789012:other:1:shardId-000000000000", "LATEST", "x", 1)
 	var leases []Lease
 	for _, r := range append(rows, other) {
 		l, ok, err := ParseItem(r)
@@ -189,7 +172,7 @@ func TestDiagnoseStuckConsumer(t *testing.T) {
 		t.Fatalf("orphans %v, other streams %d", d.Orphans, d.OtherStreams)
 	}
 	// Multi-stream: only this stream's rows count.
-	ms := kclRow("123456789012:orders:1796040000:shardId-000000000004", "TRIM_HORIZON", "", 0)
+	ms := leasestest.KCLRow("123456789012:orders:1796040000:shardId-000000000004", "TRIM_HORIZON", "", 0)
 	l, _, _ := ParseItem(ms)
 	d = Diagnose(g, []Lease{l}, StreamID{Name: "orders", Account: "123456789012", Created: time.Unix(1796040000, 0)})
 	if d.Shards["shardId-000000000004"].Lease == nil || d.OtherStreams != 0 {
@@ -389,10 +372,10 @@ func TestNoLeaseForADeletedParent(t *testing.T) {
 	ctx := context.Background()
 	// Only the children of 0 have leases; 0 itself was cleaned up.
 	for _, item := range []map[string]types.AttributeValue{
-		kclRow("shardId-000000000001", "TRIM_HORIZON", "", 0, "shardId-000000000000"),
-		kclRow("shardId-000000000002", "SHARD_END", "", 3, "shardId-000000000000"),
-		kclRow("shardId-000000000003", "TRIM_HORIZON", "", 0),
-		kclRow("shardId-000000000004", "TRIM_HORIZON", "", 0, "shardId-000000000002", "shardId-000000000003"),
+		leasestest.KCLRow("shardId-000000000001", "TRIM_HORIZON", "", 0, "shardId-000000000000"),
+		leasestest.KCLRow("shardId-000000000002", "SHARD_END", "", 3, "shardId-000000000000"),
+		leasestest.KCLRow("shardId-000000000003", "TRIM_HORIZON", "", 0),
+		leasestest.KCLRow("shardId-000000000004", "TRIM_HORIZON", "", 0, "shardId-000000000002", "shardId-000000000003"),
 	} {
 		if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
 			t.Fatal(err)

@@ -3,6 +3,8 @@ package dashboard
 import (
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -80,4 +82,28 @@ func scrollTo(offset, cursor, h, n int) int {
 		offset = cursor - h + 1
 	}
 	return clamp(offset, 0, max(n-h, 0))
+}
+
+// moveCursor is where a list key takes a cursor over n rows shown page
+// rows at a time (up, down, page up and down, home, end), clamped to the
+// rows; ok is false for any other key. The picker, the tree and the shard
+// table move the same way.
+func moveCursor(keys keyMap, k tea.KeyMsg, cursor, page, n int) (_ int, ok bool) {
+	switch {
+	case key.Matches(k, keys.Up):
+		cursor--
+	case key.Matches(k, keys.Down):
+		cursor++
+	case key.Matches(k, keys.PageUp):
+		cursor -= page
+	case key.Matches(k, keys.PageDown):
+		cursor += page
+	case key.Matches(k, keys.Home):
+		cursor = 0
+	case key.Matches(k, keys.End):
+		cursor = n - 1
+	default:
+		return clamp(cursor, 0, n-1), false
+	}
+	return clamp(cursor, 0, n-1), true
 }

@@ -74,24 +74,11 @@ func (p *picker) current() string {
 
 // Update moves the cursor; chosen is the stream picked with enter.
 func (p *picker) Update(k tea.KeyMsg) (chosen string) {
-	n := len(p.shown)
-	switch {
-	case key.Matches(k, p.keys.Up):
-		p.cursor--
-	case key.Matches(k, p.keys.Down):
-		p.cursor++
-	case key.Matches(k, p.keys.PageUp):
-		p.cursor -= p.listHeight()
-	case key.Matches(k, p.keys.PageDown):
-		p.cursor += p.listHeight()
-	case key.Matches(k, p.keys.Home):
-		p.cursor = 0
-	case key.Matches(k, p.keys.End):
-		p.cursor = n - 1
-	case key.Matches(k, p.keys.Enter):
+	if key.Matches(k, p.keys.Enter) {
 		return p.current()
 	}
-	p.cursor = clamp(p.cursor, 0, n-1)
+	n := len(p.shown)
+	p.cursor, _ = moveCursor(p.keys, k, p.cursor, p.listHeight(), n)
 	p.offset = scrollTo(p.offset, p.cursor, p.listHeight(), n)
 	return ""
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
@@ -109,24 +108,12 @@ func (t *shardTable) scroll() {
 
 // Update moves the cursor; it returns whether the selection changed.
 func (t *shardTable) Update(k tea.KeyMsg) bool {
-	before := t.cursor
-	switch {
-	case key.Matches(k, t.keys.Up):
-		t.cursor--
-	case key.Matches(k, t.keys.Down):
-		t.cursor++
-	case key.Matches(k, t.keys.PageUp):
-		t.cursor -= t.bodyHeight()
-	case key.Matches(k, t.keys.PageDown):
-		t.cursor += t.bodyHeight()
-	case key.Matches(k, t.keys.Home):
-		t.cursor = 0
-	case key.Matches(k, t.keys.End):
-		t.cursor = len(t.shown) - 1
-	default:
+	cursor, ok := moveCursor(t.keys, k, t.cursor, t.bodyHeight(), len(t.shown))
+	if !ok {
 		return false
 	}
-	t.cursor = clamp(t.cursor, 0, len(t.shown)-1)
+	before := t.cursor
+	t.cursor = cursor
 	t.scroll()
 	return t.cursor != before
 }

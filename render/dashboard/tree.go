@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
@@ -95,24 +94,12 @@ func (t *treePane) scroll() {
 
 // Update moves the cursor; it returns whether the selection changed.
 func (t *treePane) Update(k tea.KeyMsg) bool {
-	before := t.cursor
-	switch {
-	case key.Matches(k, t.keys.Up):
-		t.cursor--
-	case key.Matches(k, t.keys.Down):
-		t.cursor++
-	case key.Matches(k, t.keys.PageUp):
-		t.cursor -= t.bodyHeight()
-	case key.Matches(k, t.keys.PageDown):
-		t.cursor += t.bodyHeight()
-	case key.Matches(k, t.keys.Home):
-		t.cursor = 0
-	case key.Matches(k, t.keys.End):
-		t.cursor = len(t.rows) - 1
-	default:
+	cursor, ok := moveCursor(t.keys, k, t.cursor, t.bodyHeight(), len(t.rows))
+	if !ok {
 		return false
 	}
-	t.cursor = clamp(t.cursor, 0, len(t.rows)-1)
+	before := t.cursor
+	t.cursor = cursor
 	t.scroll()
 	return t.cursor != before
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 )
 
 // Helpers for streams on an emulator, for code without a testing.TB.
@@ -56,7 +57,7 @@ func waitActive(ctx context.Context, k *kinesis.Client, name string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("stream %s not ACTIVE after 60s", name)
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := kstream.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}

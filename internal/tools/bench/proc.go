@@ -252,14 +252,3 @@ func runTimed(ctx context.Context, argv, env []string, stdin io.Reader) (time.Du
 	}
 	return d, out.Bytes(), nil
 }
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
@@ -50,9 +51,19 @@ type clientConfig struct {
 // and shared-config service endpoints. The HTTP client is a BuildableClient
 // so that AWS_CA_BUNDLE (which needs WithTransportOptions) keeps working.
 func loadAWSConfig(ctx context.Context, cc clientConfig) (aws.Config, error) {
+	// The SDK's own log lines (such as the credential chain's "falling back
+	// to IMDSv1" warning) would be a second line beside the one error; with
+	// --debug they go to stderr with the request log.
+	var logger logging.Logger = logging.Nop{}
+	if d := cc.Debug; d != nil {
+		logger = logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+			d.Printf("SDK %s: %s", c, redactSecrets(fmt.Sprintf(format, v...)))
+		})
+	}
 	opts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(newHTTPClient()),
 		config.WithRetryer(newRetryer),
+		config.WithLogger(logger),
 	}
 	if cc.Profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(cc.Profile))

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
 )
 
 // isolateAWSEnv points the SDK at empty config files and clears every AWS_*
@@ -126,6 +130,29 @@ func TestConfigErrors(t *testing.T) {
 			t.Fatalf("err = %v, want errNoRegion", err)
 		}
 	})
+}
+
+// The SDK's own log lines (the credential chain's "falling back to IMDSv1"
+// on a machine without credentials) never reach stderr beside the one
+// error line; with --debug they join the debug log, redacted.
+func TestSDKLogOnlyWithDebug(t *testing.T) {
+	isolateAWSEnv(t)
+	cfg, err := loadAWSConfig(context.Background(), clientConfig{Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg.Logger.(logging.Nop); !ok {
+		t.Fatalf("logger without --debug is %T, want logging.Nop", cfg.Logger)
+	}
+	var buf bytes.Buffer
+	cfg, err = loadAWSConfig(context.Background(), clientConfig{Region: "us-east-1", Debug: &awsdebug.Logger{W: &buf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Logger.Logf(logging.Warn, "falling back to IMDSv1, Credential=AKIAIOSFODNN7EXAMPLE/x")
+	if got := buf.String(); got != "debug: SDK WARN: falling back to IMDSv1, Credential=[redacted]\n" {
+		t.Fatalf("debug log %q", got)
+	}
 }
 
 // With AWS_CA_BUNDLE set, a plain *http.Client makes LoadDefaultConfig fail

@@ -37,8 +37,9 @@ has no count limit and no daily quota. With --even it also evens out a
 stream that already has N open shards with uneven ranges.
 
 --to equal to the open count is "nothing to do" and exits 0 (so scale --to
-N is safe to repeat); a note says when the ranges are uneven. Every rule is checked before anything is sent
-(the stream is ACTIVE and provisioned, the target within limits). The
+N is safe to repeat); a note says when the ranges are uneven. Every rule is
+checked before anything is sent (the stream is ACTIVE and provisioned, the
+target within limits, the account's shard quota). The
 preview shows the open shards before and after and every call (--sample N
 adds shares of the recent traffic); then, on a terminal, you confirm.
 Without a terminal pass --yes (or --dry-run to stop after the preview).

@@ -22,6 +22,7 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
+	"github.com/kinesis-shards/kinesis-shards/tail/internal/getrecords"
 )
 
 // Pacing. A shard serves 5 GetRecords calls per second to all its readers
@@ -37,15 +38,14 @@ const (
 	throttleBackoffMax = 10 * time.Second
 	errorBackoffMin    = 250 * time.Millisecond
 	errorBackoffMax    = 5 * time.Second
-	// maxTransientAttempts bounds retries of one call on 5xx and network
-	// errors before the tail gives up with the error.
-	maxTransientAttempts = 10
 	// maxDecompressed bounds --decompress (a gzip bomb stays compressed).
 	maxDecompressed = 64 << 20
 )
 
-// throttleWarnAfter: a shard throttled this long gets a warning (once per
-// run of throttles): someone else is reading it hard. A var for tests.
+// throttleWarnAfter: a shard throttled, or failing, this long gets a
+// warning (once per run of failures): someone else is reading it hard, or
+// the service is in trouble. Either way the reader keeps asking and loses
+// nothing. A var for tests.
 var throttleWarnAfter = time.Minute
 
 // latestMargin is how far before its first LATEST iterator a reader goes
@@ -75,12 +75,14 @@ func (s startPoint) String() string {
 
 // reader reads one shard from its start to its end.
 type reader struct {
-	t             *Tailer
-	id            string
-	start         startPoint
-	closedAtStart bool
-	rng           lineage.HashRange
-	haveRange     bool
+	t         *Tailer
+	id        string
+	start     startPoint
+	rng       lineage.HashRange
+	haveRange bool
+	// closed: a listing showed the shard closed (at the start or since);
+	// set by the scheduler.
+	closed atomic.Bool
 
 	// skipSeq/skipSub: on resume inside a KPL aggregate, the user records
 	// up to skipSub of the aggregate skipSeq were delivered already.
@@ -89,9 +91,11 @@ type reader struct {
 
 	lastSeq string // last record received (and delivered)
 	atTip   bool
+	failing bool // the last call failed
 	next    time.Time // earliest start of the next GetRecords attempt
 	// nextIterator paces GetShardIterator, which has a budget of its own
-	// (KINESIS.md §1), so a new reader's first GetRecords need not wait.
+	// (5 calls per second per shard, apart from GetRecords'), so a new
+	// reader's first GetRecords need not wait.
 	nextIterator time.Time
 	rand         *rand.Rand
 	// revoked: the shard's lease went to another worker. The reader may
@@ -102,7 +106,21 @@ type reader struct {
 	// iterator (minus a margin). A new iterator before any record arrived
 	// starts AT_TIMESTAMP there: asking for LATEST again would skip what
 	// was written in between.
-	latestFrom time.Time
+	latestFrom  time.Time
+	askedLatest bool
+	// until (Unix nanoseconds, 0 = no limit): with a lease table, nothing
+	// is delivered from then on, since others may take the lease; set by
+	// the scheduler.
+	until atomic.Int64
+	// recordStart: a leased shard read from its tip; its start is written
+	// to the table before the first read (see Position.From).
+	recordStart bool
+}
+
+// expired reports whether the reader's lease may have expired for others.
+func (r *reader) expired() bool {
+	u := r.until.Load()
+	return u != 0 && !r.t.now().Before(time.Unix(0, u))
 }
 
 func (r *reader) logf(format string, args ...any) {
@@ -112,6 +130,11 @@ func (r *reader) logf(format string, args ...any) {
 func (r *reader) run(ctx context.Context) error {
 	r.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	ctx = awsdebug.WithShard(ctx, r.id)
+	if r.recordStart {
+		if err := r.saveStart(ctx); err != nil {
+			return r.stopErr(ctx, err)
+		}
+	}
 	it, err := r.iterator(ctx)
 	if err != nil {
 		return r.stopErr(ctx, err)
@@ -120,22 +143,25 @@ func (r *reader) run(ctx context.Context) error {
 		return r.end(nil) // shard gone
 	}
 	throttles, failures, polls := 0, 0, 0
-	var throttledSince time.Time // of the current run of throttles
+	var failingSince time.Time // of the current run of throttles or failures
 	warned := false
 	ticket := &pageTicket{budget: r.t.pages}
-	tctx := context.WithValue(ctx, pageTicketKey{}, ticket)
+	tctx := getrecords.WithReserve(ctx, ticket.grow)
 	weight := int64(firstPageWeight)
 	for {
 		if err := r.wait(ctx); err != nil {
 			return nil // stopping
 		}
-		// A call slot, then room for a page like the last one (pacing
-		// counts from the call itself, below, so these waits only delay).
-		if err := r.t.calls.acquire(ctx); err != nil {
+		// Room for a page like the last one, then a call slot: a reader
+		// waiting for room (behind a slow stdout) holds no slot, so quiet
+		// shards keep being read. Pacing counts from the call itself,
+		// below, so these waits only delay; none is under a call's
+		// deadline.
+		if err := ticket.hold(ctx, weight); err != nil {
 			return nil // stopping
 		}
-		if err := ticket.hold(ctx, weight); err != nil {
-			r.t.calls.release()
+		if err := r.t.calls.acquire(ctx); err != nil {
+			ticket.drop()
 			return nil // stopping
 		}
 		attempt := r.t.now()
@@ -144,6 +170,12 @@ func (r *reader) run(ctx context.Context) error {
 		r.t.calls.release()
 		if err != nil {
 			ticket.drop()
+			// At its tip only after an answer since the last failure: a
+			// reader whose calls fail does not know what it is missing.
+			r.setFailing()
+			if failures+throttles == 0 {
+				failingSince = attempt
+			}
 			var (
 				pte *types.ProvisionedThroughputExceededException
 				kms *types.KMSThrottlingException
@@ -156,12 +188,9 @@ func (r *reader) run(ctx context.Context) error {
 			case errors.As(err, &pte), errors.As(err, &kms):
 				// Never drop: wait and ask again with the same iterator.
 				throttles++
-				if throttles == 1 {
-					throttledSince = attempt
-				}
-				if !warned && attempt.Sub(throttledSince) >= throttleWarnAfter {
+				if !warned && attempt.Sub(failingSince) >= throttleWarnAfter {
 					warned = true
-					r.t.opts.Warnf("shard %s has been throttled for %s: other consumers share its 5 GetRecords calls and 2 MiB per second; tail keeps asking and loses nothing", r.id, attempt.Sub(throttledSince).Round(time.Second))
+					r.t.opts.Warnf("shard %s has been throttled for %s: other consumers share its 5 GetRecords calls and 2 MiB per second; tail keeps asking and loses nothing", r.id, attempt.Sub(failingSince).Round(time.Second))
 				}
 				d := backoff(r.rand, throttleBackoffMin, throttleBackoffMax, throttles)
 				r.logf("throttled, retrying in %s", d.Round(time.Millisecond))
@@ -181,9 +210,12 @@ func (r *reader) run(ctx context.Context) error {
 				}
 				return r.end(nil)
 			case transient(err):
+				// Retried for as long as it lasts: giving up would end the
+				// tail with records unread.
 				failures++
-				if failures > maxTransientAttempts {
-					return fmt.Errorf("shard %s: GetRecords failed %d times: %w", r.id, failures, err)
+				if !warned && attempt.Sub(failingSince) >= throttleWarnAfter {
+					warned = true
+					r.t.opts.Warnf("shard %s: GetRecords has failed for %s (%v); tail keeps asking and loses nothing", r.id, attempt.Sub(failingSince).Round(time.Second), err)
 				}
 				d := backoff(r.rand, errorBackoffMin, errorBackoffMax, failures)
 				r.logf("GetRecords failed (%v), retrying in %s", err, d.Round(time.Millisecond))
@@ -202,6 +234,8 @@ func (r *reader) run(ctx context.Context) error {
 		}
 		more := true
 		if len(batch) > 0 {
+			// A slow stdout makes this wait, holding the page: that is the
+			// back-pressure, and the page is never thrown away for it.
 			more, err = r.t.deliverBatch(r, batch)
 		}
 		ticket.drop()
@@ -243,7 +277,7 @@ func (r *reader) run(ctx context.Context) error {
 				r.next = attempt.Add(r.t.opts.minInterval)
 			}
 			// A shard known to be closed is not "at its tip" until it ends.
-			r.setTip(!r.closedAtStart)
+			r.setTip(!r.closed.Load())
 		}
 	}
 }
@@ -262,11 +296,45 @@ func nonEmpty(s, alt string) string {
 // asked; recording SHARD_END for it would skip it for good, so that is an
 // error.
 func (r *reader) notFound() error {
-	if r.closedAtStart {
+	if r.closed.Load() {
 		r.logf("shard not found (trimmed by retention); treating it as read")
 		return nil
 	}
 	return fmt.Errorf("shard %s of stream %s was not found although it was open: was the stream deleted or re-created?", r.id, r.t.streamLabel())
+}
+
+// saveStart writes to the lease table where a leased shard read from its
+// tip starts, before anything is read: the moment of its first iterator,
+// less the margin for a local clock ahead of the service's. Whoever takes
+// the lease next reads AT_TIMESTAMP from there (records of up to that
+// margin before our start included) instead of from their own tip, which
+// would skip what arrived in between. A failing table is retried while
+// the lease lasts.
+func (r *reader) saveStart(ctx context.Context) error {
+	r.latestFrom = r.t.now().Add(-latestMargin).UTC().Truncate(time.Millisecond)
+	p := Position{From: r.latestFrom}
+	for attempt := 1; ; attempt++ {
+		if r.expired() {
+			return errLeaseExpired
+		}
+		cctx, cancel := context.WithTimeout(ctx, r.t.opts.Leases.LeaseDuration()/5)
+		err := r.t.opts.Leases.Checkpoint(cctx, r.id, p)
+		cancel()
+		switch {
+		case err == nil:
+			r.t.lease.startSaved(r.id, p)
+			return nil
+		case errors.Is(err, ErrLeaseLost):
+			return errLeaseExpired // the next sync tells whose it is
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		d := backoff(r.rand, errorBackoffMin, errorBackoffMax, attempt)
+		r.logf("recording the start in the lease table failed (retrying in %s): %v", d.Round(time.Millisecond), err)
+		if err := kstream.Sleep(ctx, d); err != nil {
+			return err
+		}
+	}
 }
 
 // stopErr turns an error into the reader's result: nothing when stopping.
@@ -277,15 +345,24 @@ func (r *reader) stopErr(ctx context.Context, err error) error {
 	return err
 }
 
+// setTip reports an answer: at the shard's tip or not.
 func (r *reader) setTip(at bool) {
-	if r.atTip != at {
-		r.atTip = at
+	if r.atTip != at || r.failing {
+		r.atTip, r.failing = at, false
 		r.t.send(tipEvent{id: r.id, atTip: at})
 	}
 }
 
+// setFailing reports a failed call: not at the tip until an answer.
+func (r *reader) setFailing() {
+	if !r.failing {
+		r.atTip, r.failing = false, true
+		r.t.send(tipEvent{id: r.id, failing: true})
+	}
+}
+
 // end records SHARD_END (every record was delivered before this) and tells
-// the coordinator, which saves it before any child starts.
+// the scheduler, which saves it before any child starts.
 func (r *reader) end(children []types.ChildShard) error {
 	if !r.t.markEnd(r) {
 		return nil
@@ -306,7 +383,7 @@ func (r *reader) getRecords(ctx context.Context, it string) (*kinesis.GetRecords
 	if r.t.opts.Limit > 0 {
 		in.Limit = aws.Int32(r.t.opts.Limit)
 	}
-	return r.t.api.GetRecords(cctx, in, noSDKRetries, fastGetRecords)
+	return r.t.api.GetRecords(cctx, in, noSDKRetries, getrecords.Option)
 }
 
 func arnIfSet(s string) *string {
@@ -323,7 +400,7 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 	switch {
 	case r.lastSeq != "":
 		sp = startPoint{kind: types.ShardIteratorTypeAfterSequenceNumber, seq: r.lastSeq}
-	case sp.kind == types.ShardIteratorTypeLatest && !r.latestFrom.IsZero():
+	case sp.kind == types.ShardIteratorTypeLatest && r.askedLatest:
 		// A new iterator before any record arrived: LATEST again would skip
 		// what was written since the first one.
 		sp = startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: r.latestFrom}
@@ -340,7 +417,8 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 	case types.ShardIteratorTypeAtTimestamp:
 		in.Timestamp = aws.Time(sp.ts)
 	}
-	failures := 0
+	failures, warned := 0, false
+	var failingSince time.Time
 	for {
 		if err := kstream.Sleep(ctx, r.nextIterator.Sub(r.t.now())); err != nil {
 			return "", err
@@ -354,6 +432,7 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 			// The margin covers a local clock ahead of the service's.
 			r.latestFrom = attempt.Add(-latestMargin)
 		}
+		r.askedLatest = r.askedLatest || sp.kind == types.ShardIteratorTypeLatest
 		cctx, cancel := context.WithTimeout(ctx, r.t.opts.CallTimeout)
 		out, err := r.t.api.GetShardIterator(cctx, in, noSDKRetries)
 		cancel()
@@ -381,9 +460,12 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 		case errors.As(err, &inv) && (sp.kind == types.ShardIteratorTypeAfterSequenceNumber || sp.kind == types.ShardIteratorTypeAtSequenceNumber):
 			return "", fmt.Errorf("shard %s: the service refused to resume at sequence number %s (from the checkpoint or the last record): %s", r.id, sp.seq, inv.ErrorMessage())
 		case errors.As(err, &pte) || transient(err):
-			failures++
-			if failures > maxTransientAttempts {
-				return "", fmt.Errorf("shard %s: GetShardIterator failed %d times: %w", r.id, failures, err)
+			failures++ // retried for as long as it lasts, as GetRecords
+			if failures == 1 {
+				failingSince = attempt
+			} else if !warned && attempt.Sub(failingSince) >= throttleWarnAfter {
+				warned = true
+				r.t.opts.Warnf("shard %s: GetShardIterator has failed for %s (%v); tail keeps asking", r.id, attempt.Sub(failingSince).Round(time.Second), err)
 			}
 			r.nextIterator = attempt.Add(max(r.t.opts.minInterval, backoff(r.rand, errorBackoffMin, throttleBackoffMax, failures)))
 		default:

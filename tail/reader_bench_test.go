@@ -1,7 +1,9 @@
 package tail
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/benchstub"
+	"github.com/kinesis-shards/kinesis-shards/tail/internal/getrecords"
 )
 
 // The tail hot path, piece by piece, on full GetRecords pages from the
@@ -49,6 +52,29 @@ func stubClient(s *benchstub.Server) *kinesis.Client {
 	})
 }
 
+// bodyClient answers every call with status and body, without a network.
+type bodyClient struct {
+	status int
+	body   []byte
+}
+
+func (c bodyClient) Do(req *http.Request) (*http.Response, error) {
+	h := http.Header{}
+	h.Set("Content-Type", "application/x-amz-json-1.1")
+	return &http.Response{StatusCode: c.status, Header: h, Body: io.NopCloser(bytes.NewReader(c.body)),
+		ContentLength: int64(len(c.body)), Request: req}, nil
+}
+
+func clientFor(status int, body []byte) *kinesis.Client {
+	return kinesis.New(kinesis.Options{
+		Region:           "us-east-1",
+		Credentials:      credentials.NewStaticCredentialsProvider("x", "x", ""),
+		BaseEndpoint:     aws.String("http://127.0.0.1:1"),
+		HTTPClient:       bodyClient{status, body},
+		RetryMaxAttempts: 1,
+	})
+}
+
 func benchIterator(b *testing.B, c *kinesis.Client) string {
 	out, err := c.GetShardIterator(context.Background(), &kinesis.GetShardIteratorInput{
 		StreamName: aws.String("bench"), ShardId: aws.String("shardId-000000000000"), ShardIteratorType: types.ShardIteratorTypeTrimHorizon})
@@ -65,7 +91,7 @@ func BenchmarkGetRecords(b *testing.B) {
 	for _, dec := range []struct {
 		name string
 		opts []func(*kinesis.Options)
-	}{{"sdk", []func(*kinesis.Options){noSDKRetries}}, {"fast", []func(*kinesis.Options){noSDKRetries, fastGetRecords}}} {
+	}{{"sdk", []func(*kinesis.Options){noSDKRetries}}, {"fast", []func(*kinesis.Options){noSDKRetries, getrecords.Option}}} {
 		for _, sz := range benchSizes {
 			b.Run(dec.name+"/"+sz.name, func(b *testing.B) {
 				s := startStub(b, benchstub.Options{RecordSize: sz.size})
@@ -100,7 +126,7 @@ func BenchmarkGetRecordsLoopback(b *testing.B) {
 			b.ReportAllocs()
 			m := startCPU()
 			for b.Loop() {
-				out, err := c.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String(it)}, noSDKRetries, fastGetRecords)
+				out, err := c.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String(it)}, noSDKRetries, getrecords.Option)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -118,6 +144,27 @@ func benchTailer(api API) *Tailer {
 	t := New(api, NewMemoryStore(nil), Options{StreamName: "bench"}, func(batch []Record) error { return nil })
 	t.positions = map[string]Position{}
 	return t
+}
+
+// BenchmarkDecodeGetRecords is the fast decoder alone on a full page
+// (BenchmarkGetRecords is the whole call).
+func BenchmarkDecodeGetRecords(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			s := startStub(b, benchstub.Options{RecordSize: sz.size})
+			body := s.PageBody()
+			b.SetBytes(int64(s.PagePayload()))
+			b.ReportAllocs()
+			m := startCPU()
+			for b.Loop() {
+				var out kinesis.GetRecordsOutput
+				if !getrecords.Decode(body, &out) || len(out.Records) != len(s.PageRecords()) {
+					b.Fatal("not decoded")
+				}
+			}
+			m.report(b, len(s.PageRecords()), s.PagePayload())
+		})
+	}
 }
 
 // BenchmarkConvert turns a decoded page into records (plain records: the

@@ -9,22 +9,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 )
 
-// scriptedCoordinator answers Sync with whatever the test sets, and
-// records checkpoints (refusing the shards in lost).
-type scriptedCoordinator struct {
+// scriptedLeases answers Sync with whatever the test sets, and records
+// checkpoints (refusing the shards in lost).
+type scriptedLeases struct {
 	mu     sync.Mutex
 	next   *Assignment
 	lost   map[string]bool
 	writes map[string]Position
 }
 
-func (c *scriptedCoordinator) Sync(ctx context.Context, known []ShardInfo) (*Assignment, error) {
+func (c *scriptedLeases) Sync(ctx context.Context, known []ShardInfo) (*Assignment, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.next, nil
 }
 
-func (c *scriptedCoordinator) Checkpoint(ctx context.Context, shard string, p Position) error {
+func (c *scriptedLeases) Checkpoint(ctx context.Context, shard string, p Position) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lost[shard] {
@@ -34,27 +34,39 @@ func (c *scriptedCoordinator) Checkpoint(ctx context.Context, shard string, p Po
 	return nil
 }
 
-func (c *scriptedCoordinator) Release(context.Context) error { return nil }
-func (c *scriptedCoordinator) SyncInterval() time.Duration   { return time.Hour }
-func (c *scriptedCoordinator) LeaseDuration() time.Duration  { return 3 * time.Hour }
+func (c *scriptedLeases) Release(context.Context) error { return nil }
+func (c *scriptedLeases) SyncInterval() time.Duration   { return time.Hour }
+func (c *scriptedLeases) LeaseDuration() time.Duration  { return 3 * time.Hour }
 
-func leaseTailer(c Coordinator) *Tailer {
-	t := New(nil, NewMemoryStore(nil), Options{Coordinator: c}, nil)
+func leaseTailer(c Leases) *Tailer {
+	t := New(nil, NewMemoryStore(nil), Options{Leases: c}, nil)
 	t.positions = map[string]Position{}
 	t.shards["x"] = &shardState{id: "x", status: statusDone, ended: true, closed: true, listed: true}
 	return t
 }
 
+// checkpointNow writes the changed positions as a round of the tail would.
+func checkpointNow(t *Tailer) {
+	ls := t.lease
+	ls.record(ls.write(context.Background(), ls.changes()))
+}
+
+func heldFor(ids ...string) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, id := range ids {
+		out[id] = time.Now().Add(time.Hour)
+	}
+	return out
+}
+
 // A sync answered before our SHARD_END reached the table must not undo it:
 // the shard would be read again.
 func TestStaleSyncKeepsOurShardEnd(t *testing.T) {
-	c := &scriptedCoordinator{writes: map[string]Position{}}
+	c := &scriptedLeases{writes: map[string]Position{}}
 	tl := leaseTailer(c)
 	tl.positions["x"] = Position{ShardEnd: true}
-	if err := tl.checkpointLeases(context.Background(), tl.Positions(), true); err != nil {
-		t.Fatal(err)
-	}
-	tl.applyAssignment(&Assignment{Positions: map[string]Position{"x": {SequenceNumber: "5"}}, Held: map[string]bool{"x": true}})
+	checkpointNow(tl)
+	tl.lease.apply(&Assignment{Positions: map[string]Position{"x": {SequenceNumber: "5"}}, Held: heldFor("x")})
 	if s := tl.shards["x"]; s.status != statusDone || !tl.positionOf("x").ShardEnd {
 		t.Fatalf("status %v, position %v: a stale sync undid SHARD_END", s.status, tl.positionOf("x"))
 	}
@@ -64,17 +76,15 @@ func TestStaleSyncKeepsOurShardEnd(t *testing.T) {
 // when the lease comes back the shard is read again from the table's
 // checkpoint, so its end does get written.
 func TestRefusedShardEndIsReadAgain(t *testing.T) {
-	c := &scriptedCoordinator{writes: map[string]Position{}, lost: map[string]bool{"x": true}}
+	c := &scriptedLeases{writes: map[string]Position{}, lost: map[string]bool{"x": true}}
 	tl := leaseTailer(c)
-	tl.saved = map[string]Position{"x": {SequenceNumber: "5"}}
+	tl.lease.saved = map[string]Position{"x": {SequenceNumber: "5"}}
 	tl.positions["x"] = Position{ShardEnd: true}
-	if err := tl.checkpointLeases(context.Background(), tl.Positions(), true); err != nil {
-		t.Fatal(err)
-	}
+	checkpointNow(tl)
 	if s := tl.shards["x"]; s.status != statusPending || tl.positionOf("x") != (Position{SequenceNumber: "5"}) {
 		t.Fatalf("status %v, position %v after a refused SHARD_END", s.status, tl.positionOf("x"))
 	}
-	tl.applyAssignment(&Assignment{Positions: map[string]Position{"x": {SequenceNumber: "7"}}, Held: map[string]bool{"x": true}})
+	tl.lease.apply(&Assignment{Positions: map[string]Position{"x": {SequenceNumber: "7"}}, Held: heldFor("x")})
 	if tl.positionOf("x") != (Position{SequenceNumber: "7"}) {
 		t.Fatalf("position %v, want the table's", tl.positionOf("x"))
 	}
@@ -83,7 +93,7 @@ func TestRefusedShardEndIsReadAgain(t *testing.T) {
 // A reader whose lease was lost records nothing more, even with a page in
 // hand, and its end is ignored.
 func TestRevokedReaderRecordsNothing(t *testing.T) {
-	tl := leaseTailer(&scriptedCoordinator{writes: map[string]Position{}})
+	tl := leaseTailer(&scriptedLeases{writes: map[string]Position{}})
 	delivered := 0
 	tl.deliver = func(b []Record) error { delivered += len(b); return nil }
 	r := &reader{t: tl, id: "x"}
@@ -97,8 +107,9 @@ func TestRevokedReaderRecordsNothing(t *testing.T) {
 	}
 }
 
-// A lease that says AT_TIMESTAMP carries no time: a worker that has none
-// of its own reads the shard from its oldest record, not from the year 1.
+// A KCL lease that says AT_TIMESTAMP carries no time: a worker that has
+// none of its own reads the shard from its oldest record, not from the
+// year 1.
 func TestLeaseStart(t *testing.T) {
 	ts := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 	for _, c := range []struct {

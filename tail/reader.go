@@ -91,7 +91,7 @@ type reader struct {
 
 	lastSeq string // last record received (and delivered)
 	atTip   bool
-	failing bool // the last call failed
+	failing bool      // the last call failed
 	next    time.Time // earliest start of the next GetRecords attempt
 	// nextIterator paces GetShardIterator, which has a budget of its own
 	// (5 calls per second per shard, apart from GetRecords'), so a new

@@ -157,7 +157,9 @@ func TestCheckpointDoesNotWaitForAHungSync(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond) // the sync is in its scan
 	checked := make(chan error, 1)
-	go func() { checked <- w.Checkpoint(context.Background(), "shardId-000000000000", tail.Position{SequenceNumber: "5"}) }()
+	go func() {
+		checked <- w.Checkpoint(context.Background(), "shardId-000000000000", tail.Position{SequenceNumber: "5"})
+	}()
 	var order []string
 	for range 2 {
 		select {

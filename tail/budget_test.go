@@ -150,8 +150,11 @@ func TestPageTicketGrows(t *testing.T) {
 	ctx, cancel := context.WithTimeout(getrecords.WithReserve(context.Background(), ticket.grow), 5*time.Second)
 	defer cancel()
 	out, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, getrecords.Option)
-	if err != nil || len(out.Records) != 1000 {
-		t.Fatalf("GetRecords with the budget full: %v (%d records)", err, len(out.Records))
+	if err != nil {
+		t.Fatalf("GetRecords with the budget full: %v", err)
+	}
+	if len(out.Records) != 1000 {
+		t.Fatalf("%d records, want 1000", len(out.Records))
 	}
 	want := int64(len(body)) / 4 * 3
 	if ticket.held != want || b.used != 3<<19+want {

@@ -156,6 +156,9 @@ func runGoBenchmarks(ctx context.Context, c *config, rep *report) error {
 		return err
 	}
 	treeSection(rep, tree)
+	if err := leaseSection(ctx, c, rep); err != nil {
+		return err
+	}
 
 	c.log("profiles")
 	var prof strings.Builder

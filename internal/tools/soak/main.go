@@ -1,7 +1,8 @@
 // Command soak is `make soak`: minutes of continuous keyed writes, periodic
 // splits and merges, and injected faults against kinesis-mock, while the real
 // `kinesis-shards tail` binary runs and is killed (-9) or interrupted and
-// restarted on one checkpoint file. Every run must end the way it was
+// restarted on one checkpoint file; then a lease-table phase (leases.go).
+// Every run must end the way it was
 // stopped (kill -9: by SIGKILL; Ctrl-C: exit 130; the final drain: exit 0).
 // At the end it drains the rest and checks every record was delivered, each
 // key in write order in every run, and replays stayed within the checkpoint
@@ -41,12 +42,46 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Minute, "how long to write, reshard and restart")
 	rate := flag.Int("rate", 20, "records per second written")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the faults and the schedule (printed, to replay)")
-	report := flag.String("report", "docs/RELIABILITY.md", "file whose soak section is replaced with the figures (\"\" = none)")
+	report := flag.String("report", "docs/RELIABILITY.md", "file whose soak sections are replaced with the figures (\"\" = none)")
+	leasePhase := flag.Duration("lease-phase", 3*time.Minute, "how long the lease-table phase runs (0 = skip it)")
+	fileMode := flag.Bool("file-phase", true, "run the checkpoint-file phase")
 	flag.Parse()
-	if err := run(*bin, *duration, *rate, *seed, *report); err != nil {
+	if err := runAll(*bin, *duration, *rate, *seed, *report, *fileMode, *leasePhase); err != nil {
 		fmt.Fprintln(os.Stderr, "soak: FAIL:", err)
 		os.Exit(1)
 	}
+}
+
+// runAll runs the checkpoint-file phase, then the lease-table phase.
+func runAll(bin string, duration time.Duration, rate int, seed uint64, report string, fileMode bool, leasePhase time.Duration) error {
+	if fileMode {
+		if err := run(bin, duration, rate, seed, report); err != nil {
+			return err
+		}
+	}
+	if leasePhase <= 0 {
+		return nil
+	}
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("soak: lease-table phase, seed %d, %s\n", seed, leasePhase)
+	e, err := emulator.Start(context.Background(), emulator.Options{StateDuration: 300 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer e.Stop()
+	st, err := runLeasePhase(bin, e, seed, leasePhase)
+	if err != nil {
+		return err
+	}
+	text := leaseFigures(st, seed, leasePhase)
+	fmt.Print(text)
+	if report != "" {
+		return writeSection(report, leaseBeginMark, leaseEndMark, text)
+	}
+	return nil
 }
 
 type line struct {
@@ -478,6 +513,7 @@ func (r *tailRun) check() error {
 type tailProc struct {
 	cmd     *exec.Cmd
 	started time.Time
+	mu      sync.Mutex // lines and arrived grow while the process runs
 	lines   []line
 	arrived []time.Time // when each line was read from tail's stdout
 	stderr  strings.Builder
@@ -488,6 +524,11 @@ type tailProc struct {
 func startTail(bin string, env []string, stream, checkpoint string, extra ...string) (*tailProc, error) {
 	args := append([]string{"tail", stream, "--checkpoint", checkpoint, "--relist-interval", "2s",
 		"--checkpoint-interval", checkpointInterval.String()}, extra...)
+	return startProc(bin, env, args...)
+}
+
+// startProc starts the binary and reads its JSON lines as they arrive.
+func startProc(bin string, env []string, args ...string) (*tailProc, error) {
 	p := &tailProc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	p.cmd.Env = env
 	p.cmd.Stderr = &p.stderr
@@ -504,8 +545,10 @@ func startTail(bin string, env []string, stream, checkpoint string, extra ...str
 		for sc.Scan() {
 			var l line
 			if json.Unmarshal(sc.Bytes(), &l) == nil {
+				p.mu.Lock()
 				p.lines = append(p.lines, l)
 				p.arrived = append(p.arrived, time.Now())
+				p.mu.Unlock()
 			}
 		}
 		p.err = p.cmd.Wait()
@@ -517,6 +560,13 @@ func startTail(bin string, env []string, stream, checkpoint string, extra ...str
 func (p *tailProc) wait() ([]line, []time.Time) {
 	<-p.done
 	return slices.Clone(p.lines), slices.Clone(p.arrived)
+}
+
+// snapshot is what the process printed so far.
+func (p *tailProc) snapshot() []line {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.lines)
 }
 
 // status is how the process ended: "exit N" or the signal that ended it.
@@ -593,11 +643,16 @@ func figures(st stats, seed uint64, duration time.Duration, rate int, took time.
 }
 
 const (
-	beginMark = "<!-- soak:begin -->"
-	endMark   = "<!-- soak:end -->"
+	beginMark      = "<!-- soak:begin -->"
+	endMark        = "<!-- soak:end -->"
+	leaseBeginMark = "<!-- soak-leases:begin -->"
+	leaseEndMark   = "<!-- soak-leases:end -->"
 )
 
-func writeReport(path, text string) error {
+func writeReport(path, text string) error { return writeSection(path, beginMark, endMark, text) }
+
+// writeSection replaces what stands between the markers in the file.
+func writeSection(path, beginMark, endMark, text string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err

@@ -1,5 +1,5 @@
 // Package leases reads and writes a lease table in the Kinesis Client
-// Library's DynamoDB schema (KINESIS.md §6): the Worker shares a stream's
+// Library's DynamoDB schema (docs/KINESIS-NOTES.md §6): the Worker shares a stream's
 // shards among several `tail` processes, and Diagnose explains a KCL
 // application's table over the lineage (who holds what, and which child is
 // blocked by which parent).

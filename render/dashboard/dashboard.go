@@ -24,7 +24,7 @@ import (
 // the picker, DescribeStreamSummary and ListShards for the listing,
 // GetShardIterator and GetRecords for the sampling reader, SplitShard and
 // MergeShards (and, through reshard.API, UpdateShardCount, never called
-// here) for the actions. *kinesis.Client and internal/fakekinesis satisfy it.
+// here) for the actions. *kinesis.Client and internal/kinesistest/fake satisfy it.
 type API interface {
 	kinesis.ListStreamsAPIClient
 	tail.API

@@ -16,7 +16,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/fakekinesis"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/tail"
@@ -29,7 +29,7 @@ func fixedNow() time.Time { return clock }
 
 // fakeAPI adds ListStreams to the in-memory Kinesis.
 type fakeAPI struct {
-	*fakekinesis.Fake
+	*fake.Fake
 	mu      sync.Mutex
 	names   []string
 	listErr error
@@ -60,7 +60,7 @@ func (f *fakeAPI) addStream(name string, n int) {
 // 1 split into 3 and 4; 4 merged with 2 into 5. Open: 0, 3, 5.
 func newFake(t *testing.T) *fakeAPI {
 	t.Helper()
-	f := &fakeAPI{Fake: fakekinesis.New()}
+	f := &fakeAPI{Fake: fake.New()}
 	f.Now = fixedNow
 	f.addStream("orders", 3)
 	f.addStream("audit-log", 1)

@@ -1,5 +1,5 @@
 // Package leasestest builds lease-table rows the way the Kinesis Client
-// Library writes them (KINESIS.md §6), for tests of code that reads tables
+// Library writes them (docs/KINESIS-NOTES.md §6), for tests of code that reads tables
 // kinesis-shards did not write. It is written from the schema, not from the
 // leases package's own writer, so that the two can disagree.
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
@@ -47,7 +48,21 @@ type (
 		res *reshard.Result
 		err error
 	}
+	// lostCheckMsg is the listing taken, once the stream was ACTIVE again,
+	// after a step failed before it was sent; graph is nil when it could
+	// not be taken.
+	lostCheckMsg struct {
+		seq   int
+		res   *reshard.Result
+		err   error
+		se    *reshard.StepError
+		graph *lineage.Graph
+	}
 )
+
+// lostCheckWait bounds the wait for ACTIVE before a lost answer is looked
+// for in the listing, as the commands bound it.
+const lostCheckWait = time.Minute
 
 // updateAction takes what the flow's calls report, and the dialog's
 // spinner frames.
@@ -64,6 +79,8 @@ func (m *Model) updateAction(msg tea.Msg) tea.Cmd {
 		return listen(a.ch)
 	case execDoneMsg:
 		return m.executed(msg)
+	case lostCheckMsg:
+		return m.lostChecked(msg)
 	case spinner.TickMsg:
 		if a.dialog == nil {
 			return nil
@@ -301,18 +318,67 @@ func (m *Model) execCmd(p *reshard.Plan) tea.Cmd {
 	return tea.Batch(run, listen(ch))
 }
 
-// executed ends a run.
+// executed ends a run, or, when a step failed before it was sent, first
+// looks whether it took effect all the same.
 func (m *Model) executed(msg execDoneMsg) tea.Cmd {
-	if msg.seq != m.action.seq || m.action.dialog == nil {
+	d := m.action.dialog
+	if msg.seq != m.action.seq || d == nil {
 		return nil
 	}
 	m.action.cancel = nil
-	return m.finish(msg.res, msg.err)
+	var se *reshard.StepError
+	if errors.As(msg.err, &se) && !se.Sent && m.ctx.Err() == nil {
+		d.note(fmt.Sprintf("step %d of %d: no answer came (%s)", se.Step, se.Total, m.opts.DescribeError(se.Err)),
+			fmt.Sprintf("waiting for stream %s to be ACTIVE to see whether step %d took effect", m.stream.ref.Name, se.Step))
+		return m.lostCheckCmd(msg, se)
+	}
+	return m.finish(msg.res, msg.err, nil)
+}
+
+// lostCheckCmd waits for the stream to be ACTIVE and lists it, for
+// reshard.TookEffect: the call may have reached the service and only its
+// answer been lost (a dropped connection, a timeout).
+func (m *Model) lostCheckCmd(done execDoneMsg, se *reshard.StepError) tea.Cmd {
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.action.cancel = cancel
+	b, ref := m.opts.Backend, m.stream.ref
+	w := m.opts.Wait
+	if w.Timeout <= 0 || w.Timeout > lostCheckWait {
+		w.Timeout = lostCheckWait
+	}
+	return func() tea.Msg {
+		defer cancel()
+		ctx, stop := context.WithTimeout(ctx, w.Timeout)
+		defer stop()
+		msg := lostCheckMsg{seq: done.seq, res: done.res, err: done.err, se: se}
+		if _, err := b.WaitActive(ctx, ref, w); err != nil {
+			return msg
+		}
+		if g, err := b.ListShards(ctx, ref); err == nil {
+			msg.graph = g
+		}
+		return msg
+	}
+}
+
+// lostChecked ends the run: done, when the listing shows the step took
+// effect; else failed, as the executor said.
+func (m *Model) lostChecked(msg lostCheckMsg) tea.Cmd {
+	d := m.action.dialog
+	if msg.seq != m.action.seq || d == nil {
+		return nil
+	}
+	m.action.cancel = nil
+	if msg.res != nil && reshard.TookEffect(d.plan, msg.res, msg.se, msg.graph) && len(msg.res.Done) == len(d.plan.Steps) {
+		return m.finish(msg.res, nil, msg.se)
+	}
+	return m.finish(msg.res, msg.err, nil)
 }
 
 // finish closes the dialog and says how the run ended: the new tree on
-// success, the error on the status line.
-func (m *Model) finish(res *reshard.Result, err error) tea.Cmd {
+// success (with a warning when the answer to the call was lost but the
+// listing shows it done), the error on the status line.
+func (m *Model) finish(res *reshard.Result, err error, lost *reshard.StepError) tea.Cmd {
 	d := m.action.dialog
 	m.action.dialog = nil
 	m.action.seq++
@@ -337,7 +403,13 @@ func (m *Model) finish(res *reshard.Result, err error) tea.Cmd {
 			a := d.plan.Steps[0].Args
 			verb = "merged " + lineage.ShortID(a.ShardToMerge.ID) + " and " + lineage.ShortID(a.AdjacentShardToMerge.ID) + " into "
 		}
-		m.setStatus(statusInfo, verb+andList(opened)+"; the stream is ACTIVE")
+		text := verb + andList(opened) + "; the stream is ACTIVE"
+		if lost == nil {
+			m.setStatus(statusInfo, text)
+		} else {
+			call := d.plan.Steps[lost.Step-1].Call
+			m.setStatus(statusWarn, fmt.Sprintf("%s (%s took effect although no answer came: %s)", text, call, m.opts.DescribeError(lost.Err)))
+		}
 		if len(opened) > 0 {
 			m.selectShard(opened[0])
 		}

@@ -208,6 +208,13 @@ func (d *dialog) setRunning(text string) {
 	d.stage, d.busy = stageRunning, text
 }
 
+// note adds a progress line and says what is being done now.
+func (d *dialog) note(line, busy string) {
+	d.progress = append(d.progress, line)
+	d.lastWait = false
+	d.busy = busy
+}
+
 // event adds the executor's progress: one line per event, one per wait
 // (each poll replaces the last).
 func (d *dialog) event(e reshard.Event) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -35,6 +36,9 @@ type fakeBackend struct {
 	names   []string
 	listErr error
 	leases  func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error)
+	// lost, when set, is what SplitShard and MergeShards return after
+	// taking effect: the answer to the call is lost.
+	lost error
 }
 
 var _ Backend = (*fakeBackend)(nil)
@@ -69,7 +73,11 @@ func (f *fakeBackend) Sample(ctx context.Context, ref kstream.Ref, shards []*lin
 }
 
 func (f *fakeBackend) Reshard(ctx context.Context, ref kstream.Ref, p *reshard.Plan, o ReshardOptions) (*reshard.Result, error) {
-	x := &reshard.Executor{API: f.Fake, Stream: ref, Wait: o.Wait, OnEvent: o.OnEvent}
+	var api reshard.API = f.Fake
+	if f.lost != nil {
+		api = answerLost{f.Fake, f.lost}
+	}
+	x := &reshard.Executor{API: api, Stream: ref, Wait: o.Wait, OnEvent: o.OnEvent}
 	return x.Run(ctx, p)
 }
 
@@ -89,6 +97,27 @@ func (f *fakeBackend) ReadCheckpoint(path string) (tail.StreamIdentity, map[stri
 
 func (f *fakeBackend) Leases(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
 	return f.leases(ctx, g, sum)
+}
+
+// answerLost makes the reshard calls and then returns err, as a client
+// does whose connection drops after the call was sent.
+type answerLost struct {
+	*fake.Fake
+	err error
+}
+
+func (a answerLost) SplitShard(ctx context.Context, in *kinesis.SplitShardInput, o ...func(*kinesis.Options)) (*kinesis.SplitShardOutput, error) {
+	if _, err := a.Fake.SplitShard(ctx, in, o...); err != nil {
+		return nil, err
+	}
+	return nil, a.err
+}
+
+func (a answerLost) MergeShards(ctx context.Context, in *kinesis.MergeShardsInput, o ...func(*kinesis.Options)) (*kinesis.MergeShardsOutput, error) {
+	if _, err := a.Fake.MergeShards(ctx, in, o...); err != nil {
+		return nil, err
+	}
+	return nil, a.err
 }
 
 func (f *fakeBackend) addStream(name string, n int) {

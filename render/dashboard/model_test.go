@@ -810,6 +810,77 @@ func TestDashboardLeaseOverlay(t *testing.T) {
 	d.until("the warning", func() bool { return strings.Contains(d.statusText(), "lease table: lease table gone") })
 }
 
+// A split or merge whose answer is lost (the call took effect, then the
+// connection dropped) is looked for in the listing once the stream is
+// ACTIVE again, as the commands look: done, with a warning, not an error.
+func TestDashboardLostAnswer(t *testing.T) {
+	lost := errors.New("read tcp 127.0.0.1:4567: connection reset by peer")
+	for _, tc := range []struct {
+		name   string
+		keys   []string
+		status string
+		open   string
+	}{
+		{name: "split", keys: []string{"s", "enter"},
+			status: "split 0 into 6 and 7; the stream is ACTIVE (SplitShard took effect although no answer came: read tcp 127.0.0.1:4567: connection reset by peer)",
+			open:   "shardId-000000000006,shardId-000000000007,shardId-000000000003,shardId-000000000005"},
+		{name: "merge", keys: []string{"tab", "j", "m", "j", "enter"},
+			status: "merged 3 and 5 into 6; the stream is ACTIVE (MergeShards took effect although no answer came: read tcp 127.0.0.1:4567: connection reset by peer)",
+			open:   "shardId-000000000000,shardId-000000000006"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			d := newDriver(t, testOptions(f, "orders"), 120, 40)
+			d.loaded()
+			f.lost = lost
+			// The stream is UPDATING for a while after the call, so the
+			// check waits for ACTIVE before it lists.
+			updatingAfterReshard(f, 20*time.Millisecond)
+			d.keys(tc.keys...)
+			d.send(keyMsg("y"))
+			d.until("the check", func() bool {
+				return d.m.action.dialog != nil && strings.Contains(strings.Join(d.m.action.dialog.progress, "\n"), "no answer came")
+			})
+			d.mustContain("step 1 of 1: no answer came (read tcp 127.0.0.1:4567: connection reset by peer)",
+				"waiting for stream orders to be ACTIVE to see whether step 1 took effect")
+			d.until("the end", func() bool { return d.m.action.dialog == nil })
+			d.settle()
+			if got := d.statusText(); got != tc.status || d.m.status.kind != statusWarn {
+				t.Fatalf("status %q (kind %d)", got, d.m.status.kind)
+			}
+			if got := strings.Join(f.OpenShards("orders"), ","); got != tc.open {
+				t.Fatalf("open %s", got)
+			}
+			if n := f.Calls("SplitShard") + f.Calls("MergeShards"); n != 1 {
+				t.Fatalf("%d reshard calls", n)
+			}
+			if d.m.selected != "shardId-000000000006" {
+				t.Fatalf("selected %q", d.m.selected)
+			}
+		})
+	}
+	// The answer is lost and the call did not take effect: the error, as
+	// before, and nothing changed.
+	f := newFake(t)
+	d := newDriver(t, testOptions(f, "orders"), 120, 40)
+	d.loaded()
+	f.Hook = func(op string, _ any) error {
+		if op == "SplitShard" {
+			return lost
+		}
+		return nil
+	}
+	d.keys("s", "enter", "y")
+	d.until("the failure", func() bool { return d.m.action.dialog == nil })
+	want := "error: step 1 of 1 (SplitShard shardId-000000000000 at hash key 56713727820156410577229101238628035242) failed: read tcp 127.0.0.1:4567: connection reset by peer"
+	if got := d.statusText(); got != want {
+		t.Fatalf("status %q", got)
+	}
+	if len(f.OpenShards("orders")) != 3 {
+		t.Fatal("the layout changed")
+	}
+}
+
 // updatingAfterReshard makes stream orders answer UPDATING to the first 19
 // DescribeStreamSummary calls after a SplitShard or MergeShards, each
 // taking pause, then ACTIVE.

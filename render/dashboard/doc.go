@@ -6,7 +6,7 @@
 // stream picker, the lineage tree pane (render.TreeLines, scrollable, the
 // selected shard highlighted), the shard table (state, key-space share,
 // sampled records/s and bytes/s in, how far behind the sampling reader
-// is, the checkpoint position of a checkpoint file),
+// is, the checkpoint position of a checkpoint file; one entry per column),
 // the live record pane, and the split/merge dialog with its preview and
 // confirmation, which hands back what only the root can do (plan, sample,
 // run, cancel). Besides its keys, the root routes each message to the part

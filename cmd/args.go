@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// parseTimestamp reads a TIMESTAMP argument (SPEC.md): RFC 3339
+// parseTimestamp reads a TIMESTAMP argument: RFC 3339
 // (2026-11-30T10:00:00Z), Unix seconds, or a duration meaning that long ago
 // (15m, 2h, 1h30m). A time in the future is refused.
 func parseTimestamp(s string, now time.Time) (time.Time, error) {

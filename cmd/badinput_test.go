@@ -1,6 +1,6 @@
 package cmd
 
-// The bad-input table (issue 8, item 4): every command and flag family
+// The bad-input table: every command and flag family
 // with input it must refuse, through the real binary (the dashboard, which
 // needs a terminal, in-process with terminal streams). Each case asserts:
 //
@@ -32,8 +32,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
-	"github.com/kinesis-shards/kinesis-shards/internal/faults"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/faults"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/spf13/cobra"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 

@@ -2,7 +2,7 @@
 
 package cmd
 
-// Crash consistency of `tail` (issue 8, item 3), with the real binary:
+// Crash consistency of `tail`, with the real binary:
 //
 //   - TestTailCrashDuringCheckpointWrites: kill -9 at random moments and the
 //     instant a checkpoint's temporary file appears (inotify), while a
@@ -41,7 +41,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 )
 
-// Exit codes (SPEC.md).
+// Exit codes (the README's table).
 const (
 	exitOK          = 0
 	exitFailure     = 1

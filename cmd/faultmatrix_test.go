@@ -1,8 +1,8 @@
 package cmd
 
-// The fault matrix (issue 8, item 2): every command that talks to the
+// The fault matrix: every command that talks to the
 // service runs as the real binary against the package's emulator through a
-// fault-injecting proxy (internal/faults), once per fault and mode:
+// fault-injecting proxy (internal/kinesistest/faults), once per fault and mode:
 //
 //   - transient: the fault fires on the command's main call once, then
 //     never again. The command must ride it through (exit 0 and the right
@@ -43,8 +43,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
-	"github.com/kinesis-shards/kinesis-shards/internal/faults"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/faults"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
@@ -318,7 +318,7 @@ func (w *fmWorld) run(t *testing.T, c fmCase) fmOutcome {
 		t.Skipf("%s cannot reshard", e.Backend)
 	}
 	if reshards && c.fault.kind == faults.DropResponse && e.Backend == emulator.Kinesalite {
-		// EMULATORS.md: kinesalite accepts a split or merge of a closed
+		// kinesalite accepts a split or merge of a closed
 		// shard, which AWS refuses. The SDK's retry of a call whose answer
 		// was lost then reshards a second time once the stream is ACTIVE
 		// again (on AWS and kinesis-mock it is refused), and the layout is
@@ -730,7 +730,7 @@ func newFMDash(t *testing.T, e *emulator.Emulator, endpoint, stream string) *fmD
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	m := dashboard.New(dashboard.Options{
-		API:             api,
+		Backend:         &dashboardBackend{api: api},
 		Stream:          kstream.Ref{Name: stream},
 		Theme:           render.NewTheme(false),
 		NoReader:        true,

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/fakekinesis"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
@@ -23,7 +23,7 @@ import (
 // treeFake is the in-memory service with what `tree` tests need on top:
 // an AT_TIMESTAMP answer and a stream that ignores partition keys.
 type treeFake struct {
-	*fakekinesis.Fake
+	*fake.Fake
 	// atIDs answers a ListShards with a ShardFilter; nil ignores the filter
 	// (kinesalite).
 	atIDs []string
@@ -67,7 +67,7 @@ func (f *treeFake) DescribeStreamSummary(ctx context.Context, in *kinesis.Descri
 // newTreeFake holds stream "s" taken through split, merge, split:
 // 0 → 1 + 2, 1 + 2 → 3, 3 → 4 + 5, all at exact halves.
 func newTreeFake() *treeFake {
-	fk := fakekinesis.New()
+	fk := fake.New()
 	fk.PageSize = 2 // every listing pages
 	fk.AddStream("s", 1)
 	a, b := fk.SplitHalf("s", treeSID(0))
@@ -76,7 +76,7 @@ func newTreeFake() *treeFake {
 	return &treeFake{Fake: fk}
 }
 
-// fakeCreated is when fakekinesis creates its streams.
+// fakeCreated is when fake creates its streams.
 var treeFakeCreated = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 
 func runTreeTest(t *testing.T, api treeAPI, ios func(*IOStreams), opts TreeOptions) (stdout, stderr string, err error) {
@@ -127,7 +127,7 @@ func TestTreeUsageErrors(t *testing.T) {
 }
 
 func TestTreeUnknownStreamWording(t *testing.T) {
-	_, _, err := runTreeTest(t, &treeFake{Fake: fakekinesis.New()}, nil, TreeOptions{})
+	_, _, err := runTreeTest(t, &treeFake{Fake: fake.New()}, nil, TreeOptions{})
 	var nf *types.ResourceNotFoundException
 	if !errors.As(err, &nf) {
 		t.Fatalf("err = %v, want ResourceNotFoundException", err)

@@ -16,14 +16,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/spf13/cobra"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/fakekinesis"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
 )
 
-// fakeAPI serves ListShards from fakekinesis and ListStreams from a sorted
+// fakeAPI serves ListShards from fake and ListStreams from a sorted
 // list of names, in pages, the way the service does (NextToken) or the way
 // kinesalite does (names only, HasMoreStreams and ExclusiveStartStreamName).
 type fakeAPI struct {
-	*fakekinesis.Fake
+	*fake.Fake
 	names      []string
 	pageSize   int
 	kinesalite bool
@@ -255,7 +255,7 @@ func TestLookupHardStop(t *testing.T) {
 // (12.5% each); 2 and 3 merged into 6 (50%); then 0 trimmed.
 func shardStream(t *testing.T) *fakeAPI {
 	t.Helper()
-	f := fakekinesis.New()
+	f := fake.New()
 	f.AddStream("orders", 4)
 	f.SplitHalf("orders", "shardId-000000000000")
 	f.Merge("orders", "shardId-000000000002", "shardId-000000000003")

@@ -10,7 +10,7 @@
 // HashKey is an unsigned 128-bit integer, parsed from and printed as the
 // canonical decimal the service uses; HashRange is inclusive at both ends.
 // EvenLayout reproduces the boundaries CreateStream gives N shards, and
-// KeyAtPercent the split points of SPEC.md ("Split point").
+// KeyAtPercent the split points of `split --at-percent`.
 //
 // ListShards and Load page ListShards the way the service requires (the
 // stream and filter on the first call only, NextToken alone afterwards).

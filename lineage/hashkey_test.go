@@ -275,7 +275,7 @@ func TestPartitionKeyHash(t *testing.T) {
 			if got.String() != tt.want {
 				t.Errorf("PartitionKeyHash(%q) = %s, want %s", tt.pk, got, tt.want)
 			}
-			// Cross-check with the recipe in KINESIS.md §2.
+			// Cross-check with the recipe in docs/KINESIS-NOTES.md §2.
 			d := md5.Sum([]byte(tt.pk))
 			if ref := new(big.Int).SetBytes(d[:]); got.Big().Cmp(ref) != 0 {
 				t.Errorf("PartitionKeyHash(%q) = %s, math/big says %s", tt.pk, got, ref)

@@ -128,7 +128,7 @@ func (r HashRange) KeyAtPercent(p *big.Rat) HashKey {
 // Midpoint returns Start + Width/2 (floor), the same key as KeyAtPercent(50):
 // the exact half, so a whole-space shard splits at 2^127 like the service's
 // two-shard layout. AWS's own samples use (Start+End)/2, which is one key
-// lower when the width is even; see KINESIS.md §2.
+// lower when the width is even; see docs/KINESIS-NOTES.md §2.
 func (r HashRange) Midpoint() HashKey {
 	w, whole, ok := r.width()
 	if !ok {
@@ -180,7 +180,7 @@ func isPlainDecimal(s string) bool {
 }
 
 // EvenLayout returns the ranges CreateStream gives a stream of n shards
-// (KINESIS.md §2, observed on AWS): step = floor(2^128/n), shard i starts at
+// (seen on AWS; docs/KINESIS-NOTES.md §2): step = floor(2^128/n), shard i starts at
 // i×step, each ends one before the next starts, and the last one runs to
 // 2^128-1, taking the remainder. Note floor(i×2^128/n) is a different formula
 // (it differs for n=6, i=2). n must be 1..10000; the error wraps ErrBadShardCount.

@@ -103,7 +103,7 @@ func refFraction(r HashRange) float64 {
 	return v
 }
 
-// The starting keys of the even layouts, copied from KINESIS.md §2 (observed on AWS).
+// The starting keys of the even layouts, as AWS creates them (docs/KINESIS-NOTES.md §2).
 var awsEvenStarts = map[int][]string{
 	2: {"0", "170141183460469231731687303715884105728"},
 	3: {"0", "113427455640312821154458202477256070485", "226854911280625642308916404954512140970"},
@@ -145,7 +145,7 @@ func TestEvenLayout(t *testing.T) {
 }
 
 // TestEvenLayoutTrap pins the formula: step = floor(2^128/N), start = i*step,
-// which for N=6, i=2 differs from floor(i*2^128/N) (KINESIS.md §2, trap 1), and
+// which for N=6, i=2 differs from floor(i*2^128/N) (docs/KINESIS-NOTES.md §2), and
 // divides 2^128, not 2^128-1 (trap 2).
 func TestEvenLayoutTrap(t *testing.T) {
 	two128 := new(big.Int).Lsh(big.NewInt(1), 128)

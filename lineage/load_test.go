@@ -41,7 +41,7 @@ func (f *fakeLister) ListShards(ctx context.Context, in *kinesis.ListShardsInput
 		}
 	}
 	if in.NextToken != nil && (in.StreamName != nil || in.StreamARN != nil || in.ShardFilter != nil || in.ExclusiveStartShardId != nil || in.StreamCreationTimestamp != nil) {
-		// What the service answers (KINESIS.md §4).
+		// What the service answers (docs/KINESIS-NOTES.md §4).
 		return nil, &types.InvalidArgumentException{Message: aws.String("NextToken and ShardFilter cannot be provided together.")}
 	}
 	offset := 0

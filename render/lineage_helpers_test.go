@@ -68,7 +68,7 @@ func treeGolden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// Keys of the hand-built histories (KINESIS.md §2: AWS's even layouts).
+// Keys of the hand-built histories (AWS's even layouts, docs/KINESIS-NOTES.md §2).
 var (
 	linKeyQ  = linHashKey("85070591730234615865843651857942052864")  // 2^126
 	linKeyH  = linHashKey("170141183460469231731687303715884105728") // 2^127

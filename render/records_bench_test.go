@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/benchstub"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
 
@@ -30,7 +30,7 @@ var recordSizes = []struct {
 // benchPage is one full page of the stub, delivered.
 func benchPage(b *testing.B, size int, binary bool) (batch []tail.Record, payload int) {
 	b.Helper()
-	s, err := benchstub.Start(benchstub.Options{RecordSize: size, Binary: binary})
+	s, err := wirestub.Start(wirestub.Options{RecordSize: size, Binary: binary})
 	if err != nil {
 		b.Fatal(err)
 	}

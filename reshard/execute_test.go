@@ -16,17 +16,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/fakekinesis"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
 var _ API = (*kinesis.Client)(nil)
-var _ API = (*fakekinesis.Fake)(nil)
+var _ API = (*fake.Fake)(nil)
 var _ SampleAPI = (*kinesis.Client)(nil)
 
 // planFor lists the fake stream and plans a goal.
-func planFor(t *testing.T, fk *fakekinesis.Fake, stream string, g Goal) *Plan {
+func planFor(t *testing.T, fk *fake.Fake, stream string, g Goal) *Plan {
 	t.Helper()
 	ctx := context.Background()
 	sum, err := kstream.Describe(ctx, fk, kstream.Ref{Name: stream})
@@ -65,7 +65,7 @@ func (r *recorder) on(e Event) {
 	r.events = append(r.events, s)
 }
 
-func executor(fk *fakekinesis.Fake, stream string, r *recorder) *Executor {
+func executor(fk *fake.Fake, stream string, r *recorder) *Executor {
 	x := &Executor{API: fk, Stream: kstream.Ref{Name: stream}, Wait: kstream.WaitOptions{MinDelay: time.Millisecond, MaxDelay: time.Millisecond}, SettleDelay: time.Millisecond}
 	if r != nil {
 		x.OnEvent = r.on
@@ -75,7 +75,7 @@ func executor(fk *fakekinesis.Fake, stream string, r *recorder) *Executor {
 
 // updatingAfterReshard makes the fake answer UPDATING to the first n
 // DescribeStreamSummary calls after each reshard call, then ACTIVE.
-func updatingAfterReshard(fk *fakekinesis.Fake, stream string, n int, also func(op string) error) {
+func updatingAfterReshard(fk *fake.Fake, stream string, n int, also func(op string) error) {
 	left := 0
 	fk.Hook = func(op string, in any) error {
 		if also != nil {
@@ -99,7 +99,7 @@ func updatingAfterReshard(fk *fakekinesis.Fake, stream string, n int, also func(
 }
 
 func TestExecuteSplit(t *testing.T) {
-	fk := fakekinesis.New()
+	fk := fake.New()
 	fk.AddStream("s", 2)
 	p := planFor(t, fk, "s", SplitGoal{Shard: sid(1)})
 	updatingAfterReshard(fk, "s", 2, nil)
@@ -129,7 +129,7 @@ func TestExecuteSplit(t *testing.T) {
 }
 
 func TestExecuteSplitsPlanResolvesNewShards(t *testing.T) {
-	fk := fakekinesis.New()
+	fk := fake.New()
 	fk.AddStream("s", 4)
 	p := planFor(t, fk, "s", ScaleGoal{Target: 5, Method: MethodSplits})
 	if len(p.Steps) != 7 {
@@ -167,7 +167,7 @@ func TestExecuteStopsAtFirstFailure(t *testing.T) {
 		{"someone else's change", &types.ResourceInUseException{Message: aws.String("Stream s under account 123456789012 not ACTIVE, instead in state UPDATING")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fk := fakekinesis.New()
+			fk := fake.New()
 			fk.AddStream("s", 1)
 			p := planFor(t, fk, "s", ScaleGoal{Target: 4, Method: MethodSplits})
 			splits := 0
@@ -201,7 +201,7 @@ func TestExecuteStopsAtFirstFailure(t *testing.T) {
 }
 
 func TestExecuteWaitTimesOut(t *testing.T) {
-	fk := fakekinesis.New()
+	fk := fake.New()
 	fk.AddStream("s", 1)
 	p := planFor(t, fk, "s", SplitGoal{Shard: sid(0)})
 	updatingAfterReshard(fk, "s", 1<<30, nil)
@@ -223,7 +223,7 @@ func TestExecuteWaitTimesOut(t *testing.T) {
 
 func TestExecuteRefusesBeforeSending(t *testing.T) {
 	t.Run("layout changed since the plan", func(t *testing.T) {
-		fk := fakekinesis.New()
+		fk := fake.New()
 		fk.AddStream("s", 2)
 		p := planFor(t, fk, "s", MergeGoal{Shards: [2]string{sid(0), sid(1)}})
 		fk.SplitHalf("s", sid(1))
@@ -234,7 +234,7 @@ func TestExecuteRefusesBeforeSending(t *testing.T) {
 		}
 	})
 	t.Run("stream updating", func(t *testing.T) {
-		fk := fakekinesis.New()
+		fk := fake.New()
 		fk.AddStream("s", 2)
 		p := planFor(t, fk, "s", SplitGoal{Shard: sid(0)})
 		fk.SetStatus("s", types.StreamStatusUpdating)
@@ -246,7 +246,7 @@ func TestExecuteRefusesBeforeSending(t *testing.T) {
 }
 
 func TestExecuteUpdateShardCount(t *testing.T) {
-	fk := fakekinesis.New()
+	fk := fake.New()
 	fk.AddStream("s", 4)
 	p := planFor(t, fk, "s", ScaleGoal{Target: 6})
 	rec := &recorder{}
@@ -264,7 +264,7 @@ func TestExecuteUpdateShardCount(t *testing.T) {
 }
 
 func TestExecuteDetectsUnplannedLayout(t *testing.T) {
-	fk := fakekinesis.New()
+	fk := fake.New()
 	fk.AddStream("s", 1)
 	p := planFor(t, fk, "s", SplitGoal{Shard: sid(0)})
 	// Someone splits the new upper child right after our call.

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/fakekinesis"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
@@ -213,7 +213,7 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 }
 
 func TestSampleTraffic(t *testing.T) {
-	fk := fakekinesis.New()
+	fk := fake.New()
 	fk.AddStream("s", 2)
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	arrival := clock.now.Add(-10 * time.Minute)
@@ -273,7 +273,7 @@ func TestSampleTraffic(t *testing.T) {
 }
 
 func TestSampleTrafficPacesAndRetriesThrottles(t *testing.T) {
-	fk := fakekinesis.New()
+	fk := fake.New()
 	fk.AddStream("s", 1)
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	fk.Now = func() time.Time { return clock.now.Add(-time.Minute) }
@@ -321,7 +321,7 @@ func TestSampleTrafficPacesAndRetriesThrottles(t *testing.T) {
 }
 
 func TestSampleTrafficStopsAtMaxCalls(t *testing.T) {
-	fk := fakekinesis.New()
+	fk := fake.New()
 	fk.AddStream("s", 1)
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	base := clock.now.Add(-4 * time.Minute)
@@ -344,7 +344,7 @@ func TestSampleTrafficStopsAtMaxCalls(t *testing.T) {
 }
 
 func TestSampleTrafficFallsBackToTrimHorizon(t *testing.T) {
-	fk := fakekinesis.New()
+	fk := fake.New()
 	fk.AddStream("s", 1)
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	arrival := clock.now.Add(-time.Hour)

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/benchstub"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
 	"github.com/kinesis-shards/kinesis-shards/tail/internal/getrecords"
 )
 
@@ -181,8 +181,8 @@ func TestPageTicketGrows(t *testing.T) {
 	}
 }
 
-func startStubT(t *testing.T, size, perPage int) *benchstub.Server {
-	s, err := benchstub.Start(benchstub.Options{RecordSize: size, RecordsPerPage: perPage})
+func startStubT(t *testing.T, size, perPage int) *wirestub.Server {
+	s, err := wirestub.Start(wirestub.Options{RecordSize: size, RecordsPerPage: perPage})
 	if err != nil {
 		t.Fatal(err)
 	}

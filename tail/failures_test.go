@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/benchstub"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
 )
 
 // How the tail holds up when calls fail, consumers are slow and shards
@@ -23,7 +23,7 @@ import (
 // under the call's deadline, so no call fails and no page is fetched twice.
 func TestSlowConsumerIsBackPressure(t *testing.T) {
 	const shards, pages, perPage = 3, 2, 3000 // 3 MiB pages, beyond the first reservation
-	s, err := benchstub.Start(benchstub.Options{Shards: shards, Pages: pages, RecordSize: 1024, RecordsPerPage: perPage})
+	s, err := wirestub.Start(wirestub.Options{Shards: shards, Pages: pages, RecordSize: 1024, RecordsPerPage: perPage})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/fakekinesis"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
@@ -45,7 +45,7 @@ var errCrash = errors.New("crash")
 // keys, merges of random adjacent pairs.
 type randomHistory struct {
 	rng     *rand.Rand
-	fake    *fakekinesis.Fake
+	fake    *fake.Fake
 	mu      sync.Mutex
 	written map[string][]string
 	keys    int
@@ -86,7 +86,7 @@ func (h *randomHistory) step() {
 	}
 }
 
-func shardRange(f *fakekinesis.Fake, id string) (*big.Int, *big.Int) {
+func shardRange(f *fake.Fake, id string) (*big.Int, *big.Int) {
 	shards, _ := lineage.ListShards(context.Background(), f, lineage.ListOptions{StreamName: "s"})
 	for _, s := range shards {
 		if *s.ShardId == id {
@@ -112,7 +112,7 @@ func TestPropertyCrashResume(t *testing.T) {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(uint64(seed), 99))
-			f := fakekinesis.New()
+			f := fake.New()
 			f.PageSize = 1 + rng.IntN(5)
 			f.KinesaliteEnd = seed%3 == 1
 			f.NoChildShards = seed%3 == 2

@@ -13,12 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/benchstub"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
 	"github.com/kinesis-shards/kinesis-shards/tail/internal/getrecords"
 )
 
 // The tail hot path, piece by piece, on full GetRecords pages from the
-// loopback stub (internal/benchstub): the SDK call and decode, convert, and
+// loopback stub (internal/kinesistest/wirestub): the SDK call and decode, convert, and
 // the delivery bookkeeping. render/records_bench_test.go has the output
 // encoding and the whole pipeline; docs/BENCHMARKS.md has the figures.
 // Run with -cpu 1: the figures are per core.
@@ -28,9 +28,9 @@ var benchSizes = []struct {
 	size int
 }{{"1KiB", 1024}, {"100B", 100}}
 
-func startStub(b *testing.B, o benchstub.Options) *benchstub.Server {
+func startStub(b *testing.B, o wirestub.Options) *wirestub.Server {
 	b.Helper()
-	s, err := benchstub.Start(o)
+	s, err := wirestub.Start(o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func startStub(b *testing.B, o benchstub.Options) *benchstub.Server {
 
 // stubClient is a client like the tool's: one attempt per call (the
 // reader retries), a keep-alive transport, static credentials.
-func stubClient(s *benchstub.Server) *kinesis.Client {
+func stubClient(s *wirestub.Server) *kinesis.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
 	tr.MaxIdleConnsPerHost = 1024
@@ -94,7 +94,7 @@ func BenchmarkGetRecords(b *testing.B) {
 	}{{"sdk", []func(*kinesis.Options){noSDKRetries}}, {"fast", []func(*kinesis.Options){noSDKRetries, getrecords.Option}}} {
 		for _, sz := range benchSizes {
 			b.Run(dec.name+"/"+sz.name, func(b *testing.B) {
-				s := startStub(b, benchstub.Options{RecordSize: sz.size})
+				s := startStub(b, wirestub.Options{RecordSize: sz.size})
 				c := clientFor(200, s.PageBody())
 				b.SetBytes(int64(s.PagePayload()))
 				b.ReportAllocs()
@@ -119,7 +119,7 @@ func BenchmarkGetRecords(b *testing.B) {
 func BenchmarkGetRecordsLoopback(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name, func(b *testing.B) {
-			s := startStub(b, benchstub.Options{RecordSize: sz.size, Pages: benchstub.Forever})
+			s := startStub(b, wirestub.Options{RecordSize: sz.size, Pages: wirestub.Forever})
 			c := stubClient(s)
 			it := benchIterator(b, c)
 			b.SetBytes(int64(s.PagePayload()))
@@ -151,7 +151,7 @@ func benchTailer(api API) *Tailer {
 func BenchmarkDecodeGetRecords(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name, func(b *testing.B) {
-			s := startStub(b, benchstub.Options{RecordSize: sz.size})
+			s := startStub(b, wirestub.Options{RecordSize: sz.size})
 			body := s.PageBody()
 			b.SetBytes(int64(s.PagePayload()))
 			b.ReportAllocs()
@@ -172,7 +172,7 @@ func BenchmarkDecodeGetRecords(b *testing.B) {
 func BenchmarkConvert(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name, func(b *testing.B) {
-			s := startStub(b, benchstub.Options{RecordSize: sz.size})
+			s := startStub(b, wirestub.Options{RecordSize: sz.size})
 			page := s.PageRecords()
 			r := &reader{t: benchTailer(nil), id: "shardId-000000000000"}
 			b.SetBytes(int64(s.PagePayload()))
@@ -195,7 +195,7 @@ func BenchmarkConvert(b *testing.B) {
 func BenchmarkReadPage(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name, func(b *testing.B) {
-			s := startStub(b, benchstub.Options{RecordSize: sz.size})
+			s := startStub(b, wirestub.Options{RecordSize: sz.size})
 			t := benchTailer(clientFor(200, s.PageBody()))
 			t.opts.CallTimeout = time.Minute
 			r := &reader{t: t, id: "shardId-000000000000"}

@@ -15,21 +15,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/fakekinesis"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
 // world is a fake stream plus what was written to it, per key in order.
 type world struct {
 	t       *testing.T
-	fake    *fakekinesis.Fake
+	fake    *fake.Fake
 	stream  string
 	written map[string][]string // key -> payloads in write order
 	n       int
 }
 
 func newWorld(t *testing.T, shards int) *world {
-	f := fakekinesis.New()
+	f := fake.New()
 	f.AddStream("s", shards)
 	return &world{t: t, fake: f, stream: "s", written: map[string][]string{}}
 }
@@ -134,7 +134,7 @@ func (w *world) checkDelivered(recs []Record, exactlyOnce bool) {
 
 // checkParentsFirst asserts that no record of a shard comes before the last
 // record of any of its parents.
-func checkParentsFirst(t *testing.T, f *fakekinesis.Fake, stream string, recs []Record) {
+func checkParentsFirst(t *testing.T, f *fake.Fake, stream string, recs []Record) {
 	t.Helper()
 	first, last := map[string]int{}, map[string]int{}
 	for i, r := range recs {

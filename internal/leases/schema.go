@@ -1,6 +1,5 @@
 // Package leases reads and writes a lease table in the Kinesis Client
-// Library's DynamoDB schema (one row per shard, keyed by leaseKey, with its
-// checkpoint, owner and counter; docs/KINESIS-NOTES.md): the Worker shares a stream's
+// Library's DynamoDB schema (docs/KINESIS-NOTES.md §6): the Worker shares a stream's
 // shards among several `tail` processes, and Diagnose explains a KCL
 // application's table over the lineage (who holds what, and which child is
 // blocked by which parent).

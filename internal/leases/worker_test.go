@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/fakekinesis"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases/leasestest"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
@@ -53,7 +53,7 @@ func (s *sink) payloads() []string {
 }
 
 // tailWith runs a tail of stream "s" as worker id until it is idle.
-func tailWith(t *testing.T, f *fakekinesis.Fake, api DynamoAPI, table, id string, start tail.StartMode) []string {
+func tailWith(t *testing.T, f *fake.Fake, api DynamoAPI, table, id string, start tail.StartMode) []string {
 	t.Helper()
 	w, err := NewWorker(api, WorkerOptions{Table: table, WorkerID: id, LeaseDuration: 2 * time.Second, Start: start})
 	if err != nil {
@@ -71,7 +71,7 @@ func tailWith(t *testing.T, f *fakekinesis.Fake, api DynamoAPI, table, id string
 	return out.payloads()
 }
 
-func put(f *fakekinesis.Fake, key string, n int) []string {
+func put(f *fake.Fake, key string, n int) []string {
 	var out []string
 	for i := range n {
 		p := fmt.Sprintf("%s#%d", key, i)
@@ -92,7 +92,7 @@ func checkpointOf(m *leasestest.MemTable, table, shard string) string {
 // retention, whose shard is gone from the listing while its children are
 // listed, counts as trimmed: its children are read, and it gets SHARD_END.
 func TestTrimmedParentLeaseDoesNotBlockItsChildren(t *testing.T) {
-	f := fakekinesis.New()
+	f := fake.New()
 	f.AddStream("s", 1)
 	root := "shardId-000000000000"
 	lower, upper := f.SplitHalf("s", root)
@@ -115,7 +115,7 @@ func TestTrimmedParentLeaseDoesNotBlockItsChildren(t *testing.T) {
 // skew), so the next worker (not started with --from-tip) reads what was
 // written after it stopped instead of starting at its own tip.
 func TestFromTipSuccessorMissesNothing(t *testing.T) {
-	f := fakekinesis.New()
+	f := fake.New()
 	f.AddStream("s", 1)
 	f.Now = func() time.Time { return time.Now().Add(-time.Minute) }
 	put(f, "old", 3) // well before the first worker: skipped by --from-tip

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 )
 
 // The binary next to the AWS CLI (`aws kinesis ...`, a new Python process
@@ -78,7 +78,7 @@ func command(ctx context.Context, env []string, argv ...string) func() error {
 
 // cliListShards lists every shard with the AWS CLI a page per call: its
 // own paginator sends StreamName with NextToken, which the service refuses
-// (KINESIS.md §4), so a script has to loop on --next-token itself.
+// (docs/KINESIS-NOTES.md §4), so a script has to loop on --next-token itself.
 func cliListShards(ctx context.Context, e *emulator.Emulator, env []string, name string) func() error {
 	return func() error {
 		args := []string{"list-shards", "--stream-name", name, "--no-paginate"}

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 )
 
@@ -40,7 +40,7 @@ func createStream(ctx context.Context, k *kinesis.Client, name string, shards in
 	return waitActive(ctx, k, name)
 }
 
-// waitActive polls DescribeStreamSummary every 50 ms (EMULATORS.md).
+// waitActive polls DescribeStreamSummary every 50 ms (docs/KINESIS-NOTES.md §10).
 func waitActive(ctx context.Context, k *kinesis.Client, name string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {

@@ -202,7 +202,7 @@ func hotPathSection(c *config, rep *report, tail, rw benchResults) {
 		all[k] = v
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Go benchmarks (`-cpu 1 -count %d`) on one full GetRecords page from internal/benchstub: 1 KiB records (10,000 a page, 10 MiB) "+
+	fmt.Fprintf(&b, "Go benchmarks (`-cpu 1 -count %d`) on one full GetRecords page from internal/kinesistest/wirestub: 1 KiB records (10,000 a page, 10 MiB) "+
 		"and 100 B records (10,000 a page, 1 MiB); text payloads are JSON-looking lines with quotes to escape. "+
 		"MiB are payload + partition key bytes. The figures are per CPU-second of the benchmark process (so per core).\n\n", c.count)
 	for _, sz := range []string{"1KiB", "100B"} {

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 )
 
@@ -416,7 +416,7 @@ func runLatency(ctx context.Context, c *config, rep *report) error {
 		hs = append(hs, h...)
 	}
 	var b strings.Builder
-	b.WriteString("kinesis-mock (internal/emulator, state changes 100 ms), the real binary `tail STREAM --format json --debug --checkpoint FILE` " +
+	b.WriteString("kinesis-mock (internal/kinesistest/emulator, state changes 100 ms), the real binary `tail STREAM --format json --debug --checkpoint FILE` " +
 		"at the default --poll-interval 1s, its output lines timestamped as they arrive through a pipe. Per run, on a new 1-shard stream:\n\n" +
 		"1. **split**: while a producer here writes 20 records a second on random keys, split shard 0 at 2^127 (SplitShard, then " +
 		"DescribeStreamSummary every 50 ms until ACTIVE) and let records flow for 2 s.\n" +
@@ -425,7 +425,7 @@ func runLatency(ctx context.Context, c *config, rep *report) error {
 		"split it, and once ACTIVE write one record to the lower child.\n\n" +
 		"Figures:\n\n" +
 		"- **Hand-off** = the children's first record printed − the parents' last record printed: how long the output stops at a reshard " +
-		"(the issue's definition; for the idle split it includes the idle pause, so read the next column there).\n" +
+		"(for the idle split it includes the idle pause, so read the next column there).\n" +
 		"- **Write → print** = the children's first record printed − its PutRecord acknowledged.\n" +
 		"- **tail's own part** = the children's first record printed − the parents' final GetRecords (the one that returned the end of the shard) " +
 		"returned, from the --debug lines: SHARD_END written to the checkpoint file, the child's reader started, its GetShardIterator and first " +

@@ -3,9 +3,9 @@
 //
 // It runs the Go benchmarks of the tail hot path and of `tree` (go test
 // -bench -json), the real binary against a loopback stub
-// (internal/benchstub, in a child process on the other core) for
+// (internal/kinesistest/wirestub, in a child process on the other core) for
 // throughput, memory and goroutines, and against the emulators
-// (internal/emulator: kinesis-mock for latency, kinesalite for bulk
+// (internal/kinesistest/emulator: kinesis-mock for latency, kinesalite for bulk
 // writes and reads) next to the AWS CLI. Every figure is the median of
 // several runs with their minimum and maximum; the machine is shared, so
 // CPU-time figures are given wherever wall time would measure the
@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 )
 
 // config is what every section needs.

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/benchstub"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
 )
 
 // The stub runs in a child process ("bench stub ..."), pinned to another
@@ -23,7 +23,7 @@ import (
 
 func stubMain(args []string) error {
 	fs := flag.NewFlagSet("stub", flag.ContinueOnError)
-	var o benchstub.Options
+	var o wirestub.Options
 	fs.IntVar(&o.Shards, "shards", 1, "open shards")
 	fs.IntVar(&o.RecordSize, "size", 1024, "payload bytes per record")
 	fs.IntVar(&o.RecordsPerPage, "page", 0, "records per page (0: a full page)")
@@ -32,7 +32,7 @@ func stubMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	s, err := benchstub.Start(o)
+	s, err := wirestub.Start(o)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func stubMain(args []string) error {
 	return s.Close()
 }
 
-func printStats(s *benchstub.Server) {
+func printStats(s *wirestub.Server) {
 	st := s.Stats()
 	fmt.Printf("stats getrecords=%d records=%d payload=%d conns=%d maxconns=%d iterators=%d listshards=%d caughtup=%d\n",
 		st.Calls["GetRecords"], st.RecordsServed, st.PayloadServed, st.ConnsAccepted, st.MaxActiveConns, st.Calls["GetShardIterator"], st.Calls["ListShards"], st.CaughtUpPages)

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/benchstub"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 )
 
@@ -53,7 +53,7 @@ const (
 // pacingCycle is how often a reader of a shard that is always behind with
 // full pages of size-byte records calls GetRecords.
 func pacingCycle(size int) time.Duration {
-	page := benchstub.FullPage(size) * (size + benchstub.KeyLen)
+	page := wirestub.FullPage(size) * (size + wirestub.KeyLen)
 	return max(minCallInterval, time.Duration(float64(page)/shardReadQuota*float64(time.Second)))
 }
 
@@ -172,7 +172,7 @@ func burstWindow(samples []tputSample, starts []int, cycle time.Duration) (a, b,
 func tputFrom(shards, size int, s0, s1 tputSample, cycles int) tputRun {
 	dt := s1.st.at.Sub(s0.st.at).Seconds()
 	cpu := (s1.st.cpu - s0.st.cpu).Seconds()
-	payload := float64(s1.lines-s0.lines) * float64(size+benchstub.KeyLen) / (1 << 20)
+	payload := float64(s1.lines-s0.lines) * float64(size+wirestub.KeyLen) / (1 << 20)
 	r := tputRun{
 		shards:        shards,
 		wallMiBs:      payload / dt,

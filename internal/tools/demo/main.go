@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 )
 
 func main() {

@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/emulator"
-	"github.com/kinesis-shards/kinesis-shards/internal/faults"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/faults"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 )
 

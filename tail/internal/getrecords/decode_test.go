@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/benchstub"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
 )
 
 // The GetRecords fast decoder must give the SDK's answer for every body it
@@ -74,12 +74,12 @@ func decodeCases(t testing.TB) []struct {
 	body string
 	fast bool
 } {
-	stub, err := benchstub.Start(benchstub.Options{RecordSize: 100, RecordsPerPage: 20})
+	stub, err := wirestub.Start(wirestub.Options{RecordSize: 100, RecordsPerPage: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stub.Close()
-	bin, err := benchstub.Start(benchstub.Options{RecordSize: 33, RecordsPerPage: 5, Binary: true})
+	bin, err := wirestub.Start(wirestub.Options{RecordSize: 33, RecordsPerPage: 5, Binary: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ var ErrDropped = errors.New("faults: connection dropped")
 
 // injected ends every message the Injector makes up, so a log line says
 // where an error came from (tests assert error types, never texts).
-const injected = " (injected by internal/faults)"
+const injected = " (injected by internal/kinesistest/faults)"
 
 // RoundTripper returns an http.RoundTripper that applies the Injector's
 // rules and forwards the rest to next (nil: http.DefaultTransport). Use it

@@ -28,7 +28,7 @@ const Region = "us-east-1"
 const secretKey = "kinesis-shards-test"
 
 const (
-	pollEvery   = 50 * time.Millisecond // EMULATORS.md: waiters at 50 ms
+	pollEvery   = 50 * time.Millisecond // waiters at 50 ms (docs/KINESIS-NOTES.md §10)
 	waitMax     = 30 * time.Second
 	callTimeout = 2 * time.Minute // kinesis-mock's PutRecords slows down as a shard fills
 )
@@ -182,8 +182,8 @@ func (e *Emulator) WaitActive(t testing.TB, c *kinesis.Client, name string) {
 }
 
 // WaitDeleted polls until DescribeStreamSummary answers
-// ResourceNotFoundException (at most 30 s), as EMULATORS.md advises after a
-// delete.
+// ResourceNotFoundException (at most 30 s), the way to know a delete is done
+// (docs/KINESIS-NOTES.md §10).
 func (e *Emulator) WaitDeleted(t testing.TB, c *kinesis.Client, name string) {
 	t.Helper()
 	if err := waitStream(t.Context(), c, name, false); err != nil {
@@ -233,7 +233,7 @@ type Rec struct {
 	ExplicitHashKey string // optional
 }
 
-// PutRecords limits (KINESIS.md §1).
+// PutRecords limits (docs/KINESIS-NOTES.md §1).
 const (
 	putMaxEntries = 500
 	putMaxBytes   = 5 << 20

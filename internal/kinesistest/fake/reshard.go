@@ -1,4 +1,4 @@
-package fakekinesis
+package fake
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // The reshard calls behind the SDK's signatures, validating as AWS does
-// (KINESIS.md §3): the stream must be ACTIVE (else ResourceInUseException),
+// (docs/KINESIS-NOTES.md §3): the stream must be ACTIVE (else ResourceInUseException),
 // shards must exist (ResourceNotFoundException) and be open, a split key
 // must be a canonical decimal with Start+2 <= key <= End-1, a merge needs
 // the lower shard as ShardToMerge and adjacent ranges, and UpdateShardCount

@@ -1,11 +1,15 @@
 // Package emulator starts and stops a local Kinesis emulator for tests and
 // benchmarks, and gives them clients, stream names and a few helpers.
 //
-// It owns the rules of EMULATORS.md ("Start and readiness" and "Test
-// conventions"): free loopback ports, exec with the log in a file,
+// It owns how the emulators are run (docs/KINESIS-NOTES.md §10): free
+// loopback ports, exec with the log in a file,
 // SIGKILL on parent death (Linux), readiness by ListStreams every 100 ms for at
 // most 30 s, SIGTERM then SIGKILL on Stop, and a per-backend capability table
 // (Caps) so tests skip what a backend cannot do.
+//
+// Use it for integration tests of the commands and of the binary, against
+// a real emulator process; put faults in front of it for what no emulator
+// does. Logic that needs no HTTP is tested faster on the in-process fake.
 //
 // Every package that talks to an emulator has a TestMain:
 //

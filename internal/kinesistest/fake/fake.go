@@ -1,12 +1,4 @@
-// Package fakekinesis is an in-memory Kinesis for unit tests: streams,
-// shards with hash ranges, records with sequence numbers, iterators, splits,
-// merges and trimming, behind the SDK's own method signatures so it
-// satisfies the narrow interfaces of lineage, tail and reshard. It follows
-// AWS where the emulators differ (ListShards paging with NextToken alone,
-// the end of a shard as a nil iterator with ChildShards) and can imitate
-// kinesalite's ending (no ChildShards, an extra empty call). Tests script
-// histories with its helper methods and inject faults with Hook.
-package fakekinesis
+package fake
 
 import (
 	"context"
@@ -210,7 +202,7 @@ func (f *Fake) put(s *Stream, pk string, data []byte, h *big.Int) (string, strin
 			return sh.ID, seq
 		}
 	}
-	panic("fakekinesis: no open shard holds hash " + h.String())
+	panic("fake: no open shard holds hash " + h.String())
 }
 
 // Split closes a shard and opens two children at key k.
@@ -220,7 +212,7 @@ func (f *Fake) Split(stream, shard string, k *big.Int) (lower, upper string) {
 	s := f.streams[stream]
 	p := s.shard(shard)
 	if p == nil || p.Closed {
-		panic("fakekinesis: split of a missing or closed shard " + shard)
+		panic("fake: split of a missing or closed shard " + shard)
 	}
 	p.Closed, p.endSeq = true, s.seq()
 	a := s.addShard(p.ID, "", p.Start, new(big.Int).Sub(k, big.NewInt(1)))
@@ -245,7 +237,7 @@ func (f *Fake) Merge(stream, lower, upper string) string {
 	s := f.streams[stream]
 	a, b := s.shard(lower), s.shard(upper)
 	if a == nil || b == nil || a.Closed || b.Closed || new(big.Int).Add(a.End, big.NewInt(1)).Cmp(b.Start) != 0 {
-		panic("fakekinesis: bad merge " + lower + " + " + upper)
+		panic("fake: bad merge " + lower + " + " + upper)
 	}
 	a.Closed, a.endSeq = true, s.seq()
 	b.Closed, b.endSeq = true, s.seq()

@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 )
 
-// Timings from EMULATORS.md, "Start and readiness".
+// Start and readiness timings (docs/KINESIS-NOTES.md §10).
 const (
 	probeEvery    = 100 * time.Millisecond
 	probeTimeout  = time.Second

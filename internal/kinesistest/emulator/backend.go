@@ -11,7 +11,7 @@ import (
 // Backend names an emulator.
 type Backend string
 
-// The emulators the harness can start (EMULATORS.md, "Which emulator, for what").
+// The emulators the harness can start (docs/KINESIS-NOTES.md §10).
 const (
 	KinesisMock Backend = "kinesis-mock" // npm kinesis-local: the primary backend
 	Kinesalite  Backend = "kinesalite"   // npm kinesalite: second backend, benchmarks
@@ -22,7 +22,7 @@ const (
 var Backends = []Backend{KinesisMock, Kinesalite, Moto}
 
 // Caps is what a backend can do, so tests can skip what it cannot. The values
-// come from EMULATORS.md ("Quirks tests must design around").
+// follow the quirks table of docs/KINESIS-NOTES.md §10.
 type Caps struct {
 	// TimedStates: CREATING, UPDATING and DELETING last Options.StateDuration,
 	// and calls made while UPDATING fail with ResourceInUseException.
@@ -48,7 +48,7 @@ type Caps struct {
 	// ShardFilter is honoured (kinesis-mock: on the first page only).
 	ShardFilter bool
 	// Throttling: throughput limits are enforced. No emulator does; inject
-	// throttling with internal/faults.
+	// throttling with internal/kinesistest/faults.
 	Throttling bool
 	// DescribeLimits is implemented.
 	DescribeLimits bool

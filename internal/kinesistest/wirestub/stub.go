@@ -1,4 +1,4 @@
-package benchstub
+package wirestub
 
 import (
 	"encoding/base64"
@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 )
 
-// Service limits the stub's pages follow (KINESIS.md §1).
+// Service limits the stub's pages follow (docs/KINESIS-NOTES.md §1).
 const (
 	MaxPageRecords = 10000    // GetRecords: at most 10,000 records
 	MaxPageBytes   = 10 << 20 // and at most 10 MiB
@@ -70,17 +70,17 @@ func (o *Options) defaults() error {
 	}
 	switch {
 	case o.Shards < 0 || o.Shards > 100000:
-		return fmt.Errorf("benchstub: %d shards (want 1..100000)", o.Shards)
+		return fmt.Errorf("wirestub: %d shards (want 1..100000)", o.Shards)
 	case o.RecordSize < 1 || o.RecordSize > 1<<20:
-		return fmt.Errorf("benchstub: record size %d (want 1..1 MiB)", o.RecordSize)
+		return fmt.Errorf("wirestub: record size %d (want 1..1 MiB)", o.RecordSize)
 	case o.Pages < Forever:
-		return fmt.Errorf("benchstub: pages %d", o.Pages)
+		return fmt.Errorf("wirestub: pages %d", o.Pages)
 	}
 	if o.RecordsPerPage <= 0 {
 		o.RecordsPerPage = FullPage(o.RecordSize)
 	}
 	if o.RecordsPerPage > MaxPageRecords {
-		return fmt.Errorf("benchstub: %d records per page (at most %d)", o.RecordsPerPage, MaxPageRecords)
+		return fmt.Errorf("wirestub: %d records per page (at most %d)", o.RecordsPerPage, MaxPageRecords)
 	}
 	return nil
 }
@@ -142,7 +142,7 @@ func Start(o Options) (*Server, error) {
 	s.shards = buildShards(o.Shards)
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("benchstub: %w", err)
+		return nil, fmt.Errorf("wirestub: %w", err)
 	}
 	s.ln = ln
 	s.URL = "http://" + ln.Addr().String()
@@ -342,7 +342,7 @@ func (s *Server) listShards(w http.ResponseWriter, in *request) {
 }
 
 // Iterators are "<prefix>/<shard>/<page>".
-const iterPrefix = "AAAAAAAAAAHbenchstubiterator"
+const iterPrefix = "AAAAAAAAAAHwirestubiterator"
 
 func (s *Server) getShardIterator(w http.ResponseWriter, in *request) {
 	if !s.stream(in) {
@@ -396,7 +396,7 @@ func (s *Server) getRecords(w http.ResponseWriter, in *request) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/x-amz-json-1.1")
-	h.Set("X-Amzn-Requestid", "benchstub")
+	h.Set("X-Amzn-Requestid", "wirestub")
 	if !behind {
 		s.caughtUp.Add(1)
 		b := fmt.Appendf(nil, `{"Records":[],"MillisBehindLatest":0,"NextShardIterator":"%s/%d/%d"}`, iterPrefix, shard, pg)
@@ -429,7 +429,7 @@ func (s *Server) getRecords(w http.ResponseWriter, in *request) {
 func (s *Server) reply(w http.ResponseWriter, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/x-amz-json-1.1")
-	h.Set("X-Amzn-Requestid", "benchstub")
+	h.Set("X-Amzn-Requestid", "wirestub")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	_, _ = w.Write(b)
 }

@@ -1,4 +1,4 @@
-package benchstub
+package wirestub
 
 import (
 	"bytes"

@@ -1,0 +1,16 @@
+// Package kinesistest is the parent of the test harness; nothing in the
+// binary imports it or its sub-packages (a test in cmd checks). Four layers
+// test different things, from the fastest to the most real:
+//
+//   - fake: an in-process Kinesis behind the SDK's method signatures, for
+//     the logic above the SDK (scheduling, ordering, reshard plans run by
+//     the executor). Scripted histories, deterministic, no HTTP.
+//   - wirestub: a loopback HTTP server speaking the awsJson1.1 protocol,
+//     for what happens on the wire: the SDK path, the GetRecords decoder,
+//     throughput benchmarks, and answers no emulator gives.
+//   - emulator: starts kinesis-mock, kinesalite or dynalite (and moto when
+//     installed) for integration tests of the commands and the binary.
+//   - faults: a seeded fault injector (throttling, expired iterators, 5xx,
+//     dropped or stalled connections, partial PutRecords), as an
+//     http.RoundTripper or a reverse proxy in front of an emulator.
+package kinesistest

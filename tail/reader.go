@@ -1,8 +1,6 @@
 package tail
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -142,9 +140,8 @@ func (r *reader) run(ctx context.Context) error {
 	if it == "" {
 		return r.end(nil) // shard gone
 	}
-	throttles, failures, polls := 0, 0, 0
-	var failingSince time.Time // of the current run of throttles or failures
-	warned := false
+	var fails failureRun
+	polls := 0
 	ticket := &pageTicket{budget: r.t.pages}
 	tctx := getrecords.WithReserve(ctx, ticket.grow)
 	weight := int64(firstPageWeight)
@@ -170,62 +167,16 @@ func (r *reader) run(ctx context.Context) error {
 		r.t.calls.release()
 		if err != nil {
 			ticket.drop()
-			// At its tip only after an answer since the last failure: a
-			// reader whose calls fail does not know what it is missing.
-			r.setFailing()
-			if failures+throttles == 0 {
-				failingSince = attempt
+			next, done, err := r.callFailed(ctx, err, attempt, &fails)
+			if done {
+				return err
 			}
-			var (
-				pte *types.ProvisionedThroughputExceededException
-				kms *types.KMSThrottlingException
-				exp *types.ExpiredIteratorException
-				nf  *types.ResourceNotFoundException
-			)
-			switch {
-			case ctx.Err() != nil:
-				return nil
-			case errors.As(err, &pte), errors.As(err, &kms):
-				// Never drop: wait and ask again with the same iterator.
-				throttles++
-				if !warned && attempt.Sub(failingSince) >= throttleWarnAfter {
-					warned = true
-					r.t.opts.Warnf("shard %s has been throttled for %s: other consumers share its 5 GetRecords calls and 2 MiB per second; tail keeps asking and loses nothing", r.id, attempt.Sub(failingSince).Round(time.Second))
-				}
-				d := backoff(r.rand, throttleBackoffMin, throttleBackoffMax, throttles)
-				r.logf("throttled, retrying in %s", d.Round(time.Millisecond))
-				r.next = attempt.Add(d)
-			case errors.As(err, &exp):
-				r.logf("iterator expired; resuming after %s", nonEmpty(r.lastSeq, "the start"))
-				it, err = r.iterator(ctx)
-				if err != nil {
-					return r.stopErr(ctx, err)
-				}
-				if it == "" {
-					return r.end(nil)
-				}
-			case errors.As(err, &nf):
-				if err := r.notFound(); err != nil {
-					return err
-				}
-				return r.end(nil)
-			case transient(err):
-				// Retried for as long as it lasts: giving up would end the
-				// tail with records unread.
-				failures++
-				if !warned && attempt.Sub(failingSince) >= throttleWarnAfter {
-					warned = true
-					r.t.opts.Warnf("shard %s: GetRecords has failed for %s (%v); tail keeps asking and loses nothing", r.id, attempt.Sub(failingSince).Round(time.Second), err)
-				}
-				d := backoff(r.rand, errorBackoffMin, errorBackoffMax, failures)
-				r.logf("GetRecords failed (%v), retrying in %s", err, d.Round(time.Millisecond))
-				r.next = attempt.Add(max(d, r.t.opts.minInterval))
-			default:
-				return fmt.Errorf("shard %s: %w", r.id, err)
+			if next != "" {
+				it = next
 			}
 			continue
 		}
-		throttles, failures, warned = 0, 0, false
+		fails = failureRun{}
 		polls++
 
 		batch, size := r.convert(out.Records)
@@ -254,31 +205,102 @@ func (r *reader) run(ctx context.Context) error {
 			return r.end(out.ChildShards)
 		}
 		it = *out.NextShardIterator
+		r.pace(out, size, attempt, polls)
+	}
+}
 
-		behind := aws.ToInt64(out.MillisBehindLatest) > 0
-		switch {
-		case len(out.Records) > 0 && behind:
-			// Catching up: next call as soon as the quotas allow.
-			r.next = attempt.Add(max(r.t.opts.minInterval, time.Duration(float64(size)/readBytesPerSecond*float64(time.Second))))
-			r.setTip(false)
-		case len(out.Records) > 0:
-			r.next = attempt.Add(max(r.t.opts.minInterval, time.Duration(float64(size)/readBytesPerSecond*float64(time.Second))))
-			r.setTip(false)
-		case behind:
-			// Empty but behind: data lies further on; keep going.
-			r.setTip(false)
-		default:
-			r.next = attempt.Add(r.t.opts.PollInterval)
-			if polls == 1 {
-				// The first call no longer waits the pacing floor after
-				// GetShardIterator; when it finds nothing (a child opened a
-				// moment before its first record), look again when it used
-				// to be made, so a reader is never later than before.
-				r.next = attempt.Add(r.t.opts.minInterval)
-			}
-			// A shard known to be closed is not "at its tip" until it ends.
-			r.setTip(!r.closed.Load())
+// failureRun is a reader's current run of failed calls.
+type failureRun struct {
+	throttles, failures int
+	since               time.Time // the first failure of the run
+	warned              bool
+}
+
+// callFailed decides what a failed GetRecords means: wait and ask again
+// (throttling and transient errors, for as long as they last), a new
+// iterator (next), the shard's end, or an error that stops the tail
+// (done).
+func (r *reader) callFailed(ctx context.Context, err error, attempt time.Time, f *failureRun) (next string, done bool, _ error) {
+	// At its tip only after an answer since the last failure: a reader
+	// whose calls fail does not know what it is missing.
+	r.setFailing()
+	if f.failures+f.throttles == 0 {
+		f.since = attempt
+	}
+	warn := func(format string, args ...any) {
+		if !f.warned && attempt.Sub(f.since) >= throttleWarnAfter {
+			f.warned = true
+			r.t.opts.Warnf(format, append([]any{r.id, attempt.Sub(f.since).Round(time.Second)}, args...)...)
 		}
+	}
+	var (
+		pte *types.ProvisionedThroughputExceededException
+		kms *types.KMSThrottlingException
+		exp *types.ExpiredIteratorException
+		nf  *types.ResourceNotFoundException
+	)
+	switch {
+	case ctx.Err() != nil:
+		return "", true, nil
+	case errors.As(err, &pte), errors.As(err, &kms):
+		// Never drop: wait and ask again with the same iterator.
+		f.throttles++
+		warn("shard %s has been throttled for %s: other consumers share its 5 GetRecords calls and 2 MiB per second; tail keeps asking and loses nothing")
+		d := backoff(r.rand, throttleBackoffMin, throttleBackoffMax, f.throttles)
+		r.logf("throttled, retrying in %s", d.Round(time.Millisecond))
+		r.next = attempt.Add(d)
+	case errors.As(err, &exp):
+		r.logf("iterator expired; resuming after %s", nonEmpty(r.lastSeq, "the start"))
+		it, err := r.iterator(ctx)
+		if err != nil {
+			return "", true, r.stopErr(ctx, err)
+		}
+		if it == "" {
+			return "", true, r.end(nil)
+		}
+		return it, false, nil
+	case errors.As(err, &nf):
+		if err := r.notFound(); err != nil {
+			return "", true, err
+		}
+		return "", true, r.end(nil)
+	case transient(err):
+		// Retried for as long as it lasts: giving up would end the tail
+		// with records unread.
+		f.failures++
+		warn("shard %s: GetRecords has failed for %s (%v); tail keeps asking and loses nothing", err)
+		d := backoff(r.rand, errorBackoffMin, errorBackoffMax, f.failures)
+		r.logf("GetRecords failed (%v), retrying in %s", err, d.Round(time.Millisecond))
+		r.next = attempt.Add(max(d, r.t.opts.minInterval))
+	default:
+		return "", true, fmt.Errorf("shard %s: %w", r.id, err)
+	}
+	return "", false, nil
+}
+
+// pace sets when the next call may start after an answer, and whether
+// the reader is at its tip.
+func (r *reader) pace(out *kinesis.GetRecordsOutput, size int, attempt time.Time, polls int) {
+	behind := aws.ToInt64(out.MillisBehindLatest) > 0
+	switch {
+	case len(out.Records) > 0:
+		// Catching up: next call as soon as the quotas allow.
+		r.next = attempt.Add(max(r.t.opts.minInterval, time.Duration(float64(size)/readBytesPerSecond*float64(time.Second))))
+		r.setTip(false)
+	case behind:
+		// Empty but behind: data lies further on; keep going.
+		r.setTip(false)
+	default:
+		r.next = attempt.Add(r.t.opts.PollInterval)
+		if polls == 1 {
+			// The first call no longer waits the pacing floor after
+			// GetShardIterator; when it finds nothing (a child opened a
+			// moment before its first record), look again when it used to
+			// be made, so a reader is never later than before.
+			r.next = attempt.Add(r.t.opts.minInterval)
+		}
+		// A shard known to be closed is not "at its tip" until it ends.
+		r.setTip(!r.closed.Load())
 	}
 }
 
@@ -525,89 +547,4 @@ func backoff(r *rand.Rand, lo, hi time.Duration, attempt int) time.Duration {
 	}
 	d = min(d, hi)
 	return d/2 + time.Duration(r.Int64N(int64(d/2)+1))
-}
-
-// convert turns a GetRecords page into delivered records: KPL aggregates
-// are split into user records, gzip is unpacked with Decompress, and on
-// resume inside an aggregate what was delivered is skipped. size is the
-// page's payload bytes (for the read-quota pacing).
-func (r *reader) convert(in []types.Record) (out []Record, size int) {
-	out = make([]Record, 0, len(in))
-	for i := range in {
-		rec := &in[i]
-		size += len(rec.Data) + len(aws.ToString(rec.PartitionKey))
-		seq := aws.ToString(rec.SequenceNumber)
-		base := Record{
-			ShardID:        r.id,
-			SequenceNumber: seq,
-			PartitionKey:   aws.ToString(rec.PartitionKey),
-			ArrivalTime:    aws.ToTime(rec.ApproximateArrivalTimestamp),
-			Data:           rec.Data,
-		}
-		skipping := r.skipSeq != "" && seq == r.skipSeq
-		if r.skipSeq != "" && seq != r.skipSeq {
-			r.skipSeq = "" // past the resumed aggregate
-		}
-		if users, ok := Deaggregate(rec.Data); ok {
-			for _, u := range users {
-				if skipping && u.SubSequence <= r.skipSub {
-					continue
-				}
-				ur := base
-				ur.Aggregated = true
-				ur.SubSequence = u.SubSequence
-				ur.PartitionKey = u.PartitionKey
-				ur.ExplicitHashKey = u.ExplicitHashKey
-				ur.Data = u.Data
-				ur.OutsideShard = r.outside(u)
-				out = append(out, r.unpack(ur))
-			}
-			continue
-		}
-		if skipping {
-			continue // a plain record at the checkpoint was delivered
-		}
-		out = append(out, r.unpack(base))
-	}
-	if r.skipSeq != "" && len(in) > 0 {
-		r.skipSeq = ""
-	}
-	return out, size
-}
-
-// outside reports whether a user record's hash is outside the shard.
-func (r *reader) outside(u UserRecord) bool {
-	if !r.haveRange {
-		return false
-	}
-	var h lineage.HashKey
-	if u.ExplicitHashKey != "" {
-		k, err := lineage.ParseHashKey(u.ExplicitHashKey)
-		if err != nil {
-			return true
-		}
-		h = k
-	} else {
-		h = lineage.PartitionKeyHash(u.PartitionKey)
-	}
-	return !r.rng.Contains(h)
-}
-
-var gzipMagic = []byte{0x1f, 0x8b}
-
-// unpack applies --decompress.
-func (r *reader) unpack(rec Record) Record {
-	if !r.t.opts.Decompress || !bytes.HasPrefix(rec.Data, gzipMagic) {
-		return rec
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(rec.Data))
-	if err != nil {
-		return rec
-	}
-	b, err := io.ReadAll(io.LimitReader(zr, maxDecompressed+1))
-	if err != nil || len(b) > maxDecompressed {
-		return rec
-	}
-	rec.Data, rec.Decompressed = b, true
-	return rec
 }

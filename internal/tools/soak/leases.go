@@ -88,38 +88,13 @@ func runLeasePhase(bin string, e *emulator.Emulator, seed uint64, length time.Du
 	}
 
 	var (
-		mu      sync.Mutex
-		written = map[string][]string{}
-		procs   = map[string][]*tailProc{} // worker -> its runs
-		putErr  error
+		mu    sync.Mutex
+		procs = map[string][]*tailProc{} // worker -> its runs
 	)
+	wr := &leaseWriter{written: map[string][]string{}}
 	stopWriter := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { // 10 records/s over 8 keys, one record per key per call
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for n := 0; ; n++ {
-			select {
-			case <-stopWriter:
-				return
-			case <-tick.C:
-			}
-			key := fmt.Sprintf("key-%d", n%8)
-			mu.Lock()
-			p := fmt.Sprintf("%s#%d", key, len(written[key]))
-			mu.Unlock()
-			if err := putAll(ctx, c, stream, []types.PutRecordsRequestEntry{{PartitionKey: aws.String(key), Data: []byte(p)}}); err != nil {
-				mu.Lock()
-				putErr = err
-				mu.Unlock()
-				return
-			}
-			mu.Lock()
-			written[key] = append(written[key], p)
-			st.written++
-			mu.Unlock()
-		}
-	})
+	wg.Go(func() { wr.run(ctx, c, stream, stopWriter) })
 
 	rng := rand.New(rand.NewPCG(seed, 3))
 	unit := length / 12 // the schedule scales with the phase's length
@@ -173,18 +148,56 @@ func runLeasePhase(bin string, e *emulator.Emulator, seed uint64, length time.Du
 	time.Sleep(time.Until(started.Add(10 * unit)))
 	close(stopWriter)
 	wg.Wait()
-	if putErr != nil {
-		return st, fmt.Errorf("leases: a PutRecords call failed after its retries: %w", putErr)
+	if wr.err != nil {
+		return st, fmt.Errorf("leases: a PutRecords call failed after its retries: %w", wr.err)
 	}
+	st.written = wr.n
+	if err := waitForAll(procs, wr.n); err != nil {
+		return st, err
+	}
+	all, err := stopWorkers(procs, &st)
+	if err != nil {
+		return st, err
+	}
+	st.fired = inj.Fired()
+	st.took = time.Since(started)
+	return st, checkLeaseLines(all, wr.written, &st)
+}
 
-	// Wait until the union of what the workers printed holds every record.
-	mu.Lock()
-	want := st.written
-	mu.Unlock()
+// leaseWriter writes 10 records/s over 8 keys, one record per key per
+// call, so each key's records are stored in write order.
+type leaseWriter struct {
+	written map[string][]string
+	n       int
+	err     error // a PutRecords that failed for good
+}
+
+func (w *leaseWriter) run(ctx context.Context, c *kinesis.Client, stream string, stop <-chan struct{}) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		key := fmt.Sprintf("key-%d", n%8)
+		p := fmt.Sprintf("%s#%d", key, len(w.written[key]))
+		if err := putAll(ctx, c, stream, []types.PutRecordsRequestEntry{{PartitionKey: aws.String(key), Data: []byte(p)}}); err != nil {
+			w.err = err
+			return
+		}
+		w.written[key] = append(w.written[key], p)
+		w.n++
+	}
+}
+
+// waitForAll waits until the union of what the workers printed holds every
+// record written.
+func waitForAll(procs map[string][]*tailProc, want int) error {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		got := map[string]bool{}
-		mu.Lock()
 		for _, runs := range procs {
 			for _, p := range runs {
 				for _, l := range p.snapshot() {
@@ -192,18 +205,22 @@ func runLeasePhase(bin string, e *emulator.Emulator, seed uint64, length time.Du
 				}
 			}
 		}
-		mu.Unlock()
 		if len(got) >= want {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return st, fmt.Errorf("leases: %d of %d records printed 3 minutes after the writes stopped", len(got), want)
+			return fmt.Errorf("leases: %d of %d records printed 3 minutes after the writes stopped", len(got), want)
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// stopWorkers interrupts the running workers and collects every run's
+// lines; each run must have ended as it was stopped (a killed run by
+// SIGKILL, the others by Ctrl-C: exit 130).
+func stopWorkers(procs map[string][]*tailProc, st *leaseStats) ([]stampedLine, error) {
 	for _, runs := range procs {
-		p := runs[len(runs)-1]
-		p.cmd.Process.Signal(syscall.SIGINT)
+		runs[len(runs)-1].cmd.Process.Signal(syscall.SIGINT)
 	}
 	var all []stampedLine
 	for id, runs := range procs {
@@ -211,12 +228,12 @@ func runLeasePhase(bin string, e *emulator.Emulator, seed uint64, length time.Du
 			lines, arrived := p.wait()
 			status := p.status()
 			st.statuses[status]++
-			wantStatus := "exit 130"
+			want := "exit 130"
 			if i < len(runs)-1 {
-				wantStatus = "SIGKILL"
+				want = "SIGKILL"
 			}
-			if status != wantStatus {
-				return st, fmt.Errorf("leases: worker %s run %d ended with %s, not %s\n%s", id, i+1, status, wantStatus, p.stderrTail())
+			if status != want {
+				return nil, fmt.Errorf("leases: worker %s run %d ended with %s, not %s\n%s", id, i+1, status, want, p.stderrTail())
 			}
 			st.pauses += strings.Count(p.stderr.String(), "reading stops until it answers")
 			st.perWorker[id] += len(lines)
@@ -225,9 +242,7 @@ func runLeasePhase(bin string, e *emulator.Emulator, seed uint64, length time.Du
 			}
 		}
 	}
-	st.fired = inj.Fired()
-	st.took = time.Since(started)
-	return st, checkLeaseLines(all, written, &st)
+	return all, nil
 }
 
 type stampedLine struct {

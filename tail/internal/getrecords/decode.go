@@ -422,7 +422,9 @@ func (p *recordsParser) member() int {
 	return memberUnknown
 }
 
-// records decodes the Records array.
+// records decodes the Records array. It is one loop over the members of
+// each record, longer than most functions here: the hot path of every page,
+// kept in one frame so the per-record state stays in registers.
 func (p *recordsParser) records(out *kinesis.GetRecordsOutput) bool {
 	if !p.consume('[') {
 		return false

@@ -136,7 +136,7 @@ func TestPageBudgetConcurrent(t *testing.T) {
 func TestPageTicketGrows(t *testing.T) {
 	s := startStubT(t, 1024, 1000) // a 1 MiB page
 	body := s.PageBody()
-	c := clientFor(200, body)
+	c := wirestub.BodyClient(200, body)
 	b := newPageBudget(2 << 20)
 	other := &pageTicket{budget: b}
 	if err := other.hold(context.Background(), 3<<19); err != nil { // 1.5 MiB held elsewhere

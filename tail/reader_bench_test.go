@@ -1,9 +1,7 @@
 package tail
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -52,29 +50,6 @@ func stubClient(s *wirestub.Server) *kinesis.Client {
 	})
 }
 
-// bodyClient answers every call with status and body, without a network.
-type bodyClient struct {
-	status int
-	body   []byte
-}
-
-func (c bodyClient) Do(req *http.Request) (*http.Response, error) {
-	h := http.Header{}
-	h.Set("Content-Type", "application/x-amz-json-1.1")
-	return &http.Response{StatusCode: c.status, Header: h, Body: io.NopCloser(bytes.NewReader(c.body)),
-		ContentLength: int64(len(c.body)), Request: req}, nil
-}
-
-func clientFor(status int, body []byte) *kinesis.Client {
-	return kinesis.New(kinesis.Options{
-		Region:           "us-east-1",
-		Credentials:      credentials.NewStaticCredentialsProvider("x", "x", ""),
-		BaseEndpoint:     aws.String("http://127.0.0.1:1"),
-		HTTPClient:       bodyClient{status, body},
-		RetryMaxAttempts: 1,
-	})
-}
-
 func benchIterator(b *testing.B, c *kinesis.Client) string {
 	out, err := c.GetShardIterator(context.Background(), &kinesis.GetShardIteratorInput{
 		StreamName: aws.String("bench"), ShardId: aws.String("shardId-000000000000"), ShardIteratorType: types.ShardIteratorTypeTrimHorizon})
@@ -95,7 +70,7 @@ func BenchmarkGetRecords(b *testing.B) {
 		for _, sz := range benchSizes {
 			b.Run(dec.name+"/"+sz.name, func(b *testing.B) {
 				s := startStub(b, wirestub.Options{RecordSize: sz.size})
-				c := clientFor(200, s.PageBody())
+				c := wirestub.BodyClient(200, s.PageBody())
 				b.SetBytes(int64(s.PagePayload()))
 				b.ReportAllocs()
 				m := startCPU()
@@ -196,7 +171,7 @@ func BenchmarkReadPage(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name, func(b *testing.B) {
 			s := startStub(b, wirestub.Options{RecordSize: sz.size})
-			t := benchTailer(clientFor(200, s.PageBody()))
+			t := benchTailer(wirestub.BodyClient(200, s.PageBody()))
 			t.opts.CallTimeout = time.Minute
 			r := &reader{t: t, id: "shardId-000000000000"}
 			b.SetBytes(int64(s.PagePayload()))

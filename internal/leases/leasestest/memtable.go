@@ -109,19 +109,30 @@ func (m *MemTable) enter(ctx context.Context, op string) (func(), error) {
 	return done, nil
 }
 
+// begin starts a call on a table: the hook and latency, then the lock,
+// held until end is called.
+func (m *MemTable) begin(ctx context.Context, op string, table *string) (map[string]map[string]types.AttributeValue, func(), error) {
+	done, err := m.enter(ctx, op)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.mu.Lock()
+	end := func() { m.mu.Unlock(); done() }
+	t, ok := m.tables[aws.ToString(table)]
+	if !ok {
+		end()
+		return nil, nil, &types.ResourceNotFoundException{Message: aws.String("Requested resource not found")}
+	}
+	return t, end, nil
+}
+
 // Scan implements the call: every item in one page.
 func (m *MemTable) Scan(ctx context.Context, in *dynamodb.ScanInput, _ ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	done, err := m.enter(ctx, "Scan")
+	t, end, err := m.begin(ctx, "Scan", in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t, ok := m.tables[aws.ToString(in.TableName)]
-	if !ok {
-		return nil, &types.ResourceNotFoundException{Message: aws.String("Requested resource not found")}
-	}
+	defer end()
 	keys := make([]string, 0, len(t))
 	for k := range t {
 		keys = append(keys, k)
@@ -136,17 +147,11 @@ func (m *MemTable) Scan(ctx context.Context, in *dynamodb.ScanInput, _ ...func(*
 
 // PutItem implements the call.
 func (m *MemTable) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	done, err := m.enter(ctx, "PutItem")
+	t, end, err := m.begin(ctx, "PutItem", in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t, ok := m.tables[aws.ToString(in.TableName)]
-	if !ok {
-		return nil, &types.ResourceNotFoundException{Message: aws.String("Requested resource not found")}
-	}
+	defer end()
 	key := in.Item["leaseKey"].(*types.AttributeValueMemberS).Value
 	if in.ConditionExpression != nil {
 		ok, err := condition(aws.ToString(in.ConditionExpression), t[key], in.ExpressionAttributeValues)
@@ -163,17 +168,11 @@ func (m *MemTable) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...
 
 // UpdateItem implements the call.
 func (m *MemTable) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	done, err := m.enter(ctx, "UpdateItem")
+	t, end, err := m.begin(ctx, "UpdateItem", in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t, ok := m.tables[aws.ToString(in.TableName)]
-	if !ok {
-		return nil, &types.ResourceNotFoundException{Message: aws.String("Requested resource not found")}
-	}
+	defer end()
 	key := in.Key["leaseKey"].(*types.AttributeValueMemberS).Value
 	item := t[key]
 	if in.ConditionExpression != nil {
@@ -198,16 +197,11 @@ func (m *MemTable) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 
 // DescribeTable implements the call.
 func (m *MemTable) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	done, err := m.enter(ctx, "DescribeTable")
+	_, end, err := m.begin(ctx, "DescribeTable", in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.tables[aws.ToString(in.TableName)]; !ok {
-		return nil, &types.ResourceNotFoundException{Message: aws.String("Requested resource not found")}
-	}
+	defer end()
 	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{
 		TableName:   in.TableName,
 		TableStatus: types.TableStatusActive,

@@ -5,14 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
@@ -27,31 +24,8 @@ import (
 // noSDKRetries makes the SDK try a call once, as the tail's reader does.
 func noSDKRetries(o *kinesis.Options) { o.RetryMaxAttempts = 1 }
 
-// bodyClient answers every call with status and body, without a network.
-type bodyClient struct {
-	status int
-	body   []byte
-}
-
-func (c bodyClient) Do(req *http.Request) (*http.Response, error) {
-	h := http.Header{}
-	h.Set("Content-Type", "application/x-amz-json-1.1")
-	return &http.Response{StatusCode: c.status, Header: h, Body: io.NopCloser(bytes.NewReader(c.body)),
-		ContentLength: int64(len(c.body)), Request: req}, nil
-}
-
-func clientFor(status int, body []byte) *kinesis.Client {
-	return kinesis.New(kinesis.Options{
-		Region:           "us-east-1",
-		Credentials:      credentials.NewStaticCredentialsProvider("x", "x", ""),
-		BaseEndpoint:     aws.String("http://127.0.0.1:1"),
-		HTTPClient:       bodyClient{status, body},
-		RetryMaxAttempts: 1,
-	})
-}
-
 func getRecordsVia(body []byte, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
-	out, err := clientFor(200, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, opts...)
+	out, err := wirestub.BodyClient(200, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, opts...)
 	if out != nil {
 		out.ResultMetadata = kinesis.GetRecordsOutput{}.ResultMetadata
 	}
@@ -146,12 +120,12 @@ func TestDecodeGetRecordsMatchesSDK(t *testing.T) {
 // Error responses decode as before: typed, through the SDK.
 func TestDecodeGetRecordsErrors(t *testing.T) {
 	body := []byte(`{"__type":"ProvisionedThroughputExceededException","message":"Rate exceeded for shard"}`)
-	_, err := clientFor(400, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, Option)
+	_, err := wirestub.BodyClient(400, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, Option)
 	var pte *types.ProvisionedThroughputExceededException
 	if !errors.As(err, &pte) {
 		t.Fatalf("got %v", err)
 	}
-	_, err = clientFor(200, []byte(`{"Records":[`)).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, Option)
+	_, err = wirestub.BodyClient(200, []byte(`{"Records":[`)).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, Option)
 	if err == nil || !strings.Contains(err.Error(), "deserialization failed") {
 		t.Fatalf("truncated body: %v", err)
 	}

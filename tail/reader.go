@@ -371,7 +371,7 @@ func (r *reader) stopErr(ctx context.Context, err error) error {
 func (r *reader) setTip(at bool) {
 	if r.atTip != at || r.failing {
 		r.atTip, r.failing = at, false
-		r.t.send(tipEvent{id: r.id, atTip: at})
+		r.t.send(tipEvent{id: r.id, gen: r.gen, atTip: at})
 	}
 }
 
@@ -379,7 +379,7 @@ func (r *reader) setTip(at bool) {
 func (r *reader) setFailing() {
 	if !r.failing {
 		r.atTip, r.failing = false, true
-		r.t.send(tipEvent{id: r.id, failing: true})
+		r.t.send(tipEvent{id: r.id, gen: r.gen, failing: true})
 	}
 }
 

@@ -68,6 +68,7 @@ type endEvent struct {
 }
 type tipEvent struct {
 	id      string
+	gen     int
 	atTip   bool
 	failing bool // the last call failed: not at its tip, nor behind
 }
@@ -278,7 +279,7 @@ func (t *Tailer) onEnd(ctx context.Context, ev endEvent) error {
 }
 
 func (t *Tailer) onTip(ev tipEvent) {
-	if s := t.shards[ev.id]; s != nil && s.status == statusRunning {
+	if s := t.shards[ev.id]; s != nil && s.status == statusRunning && s.gen == ev.gen {
 		s.atTip, s.failing = ev.atTip, ev.failing
 		if !ev.atTip && !ev.failing {
 			t.touch() // behind: records are coming

@@ -83,7 +83,12 @@ func TestBudgetWaitHoldsNoCallSlot(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.run(ctx) }()
 	// The reader has its iterator and waits for room for its first page.
-	for deadline := time.Now().Add(10 * time.Second); len(tl.pages.waiters) == 0; {
+	waiting := func() bool {
+		tl.pages.mu.Lock()
+		defer tl.pages.mu.Unlock()
+		return len(tl.pages.waiters) > 0
+	}
+	for deadline := time.Now().Add(10 * time.Second); !waiting(); {
 		if time.Now().After(deadline) {
 			t.Fatal("the reader never waited for room")
 		}

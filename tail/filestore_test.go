@@ -81,8 +81,8 @@ func TestFileStoreRefusals(t *testing.T) {
 		{name: "empty file", setup: func(t *testing.T, p string) { os.WriteFile(p, nil, 0o600) }, want: ErrCorrupt},
 		{name: "other tool's json", setup: func(t *testing.T, p string) { os.WriteFile(p, []byte(`{"a":1}`), 0o600) }, want: ErrCorrupt, text: "not a kinesis-shards checkpoint"},
 		{name: "newer version", setup: func(t *testing.T, p string) {
-			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":2,"streamArn":"x","streamCreated":"2026-11-30T10:00:00Z"}`), 0o600)
-		}, want: ErrCorrupt, text: "newer"},
+			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":3,"streamArn":"x","streamCreated":"2026-11-30T10:00:00Z"}`), 0o600)
+		}, want: ErrCorrupt, text: "version 3 is newer than this kinesis-shards understands (2)"},
 		{name: "bad sequence", setup: func(t *testing.T, p string) {
 			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":1,"streamArn":"`+testID.ARN+`","streamCreated":"2026-11-30T10:00:00Z","shards":{"s":{"sequenceNumber":"01"}}}`), 0o600)
 		}, want: ErrCorrupt, text: "not a sequence number"},

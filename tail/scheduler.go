@@ -109,13 +109,6 @@ func (t *Tailer) send(ev event) {
 	}
 }
 
-// Positions returns a copy of the delivered positions.
-func (t *Tailer) Positions() map[string]Position {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return maps.Clone(t.positions)
-}
-
 // Run reads until the context ends, MaxRecords or IdleExit, or an error.
 // It always saves the checkpoint of what was delivered before returning.
 func (t *Tailer) Run(ctx context.Context) (res Result, err error) {

@@ -149,8 +149,10 @@ type Plan struct {
 	// (UpdateShardCount) the even layout the service aims for.
 	After       []Slot `json:"after"`
 	ExactLayout bool   `json:"exactLayout"`
-	// Sample is the traffic sample the shares come from, if any.
-	Sample *Sample `json:"sample,omitempty"`
+	// Sample is the traffic sample the shares come from, if any, and
+	// TrafficBy what the shares count (records or bytes).
+	Sample    *Sample `json:"sample,omitempty"`
+	TrafficBy Measure `json:"trafficBy,omitempty"`
 	// Notes are what the user should know before saying yes.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -235,14 +237,33 @@ type MergeGoal struct {
 	Shards [2]string
 }
 
-// ScaleGoal reaches Target open shards in the even layout.
+// ScaleGoal reaches Target open shards in the even layout, or with
+// Balanced at the quantiles of sampled traffic.
 type ScaleGoal struct {
 	Target int
-	Method Method // "" means MethodUpdateShardCount
+	Method Method // "" means MethodUpdateShardCount (MethodSplits when Balanced)
 	// Even (MethodSplits only): when the stream already has Target open
 	// shards in an uneven layout, even them out. Without it that is
 	// "nothing to do", so that scale --to N is safe to repeat.
 	Even bool
+	// Balanced (MethodSplits only) places the boundaries so that each shard
+	// gets an equal share of the sampled traffic (Input.Sample, of every
+	// open shard) rather than of the key space.
+	Balanced bool
+	// By is what traffic is counted in, for Balanced and for the shares the
+	// preview shows: ByBytes or ByRecords ("" means ByRecords).
+	By Measure
+}
+
+// method is the method the goal runs with.
+func (g ScaleGoal) method() Method {
+	switch {
+	case g.Method != "":
+		return g.Method
+	case g.Balanced:
+		return MethodSplits
+	}
+	return MethodUpdateShardCount
 }
 
 func (SplitGoal) action() Action { return ActionSplit }
@@ -338,8 +359,12 @@ func NewPlan(in Input, g Goal) (*Plan, error) {
 		p.Notes = append(p.Notes, note)
 	}
 	if in.Sample != nil {
-		p.Sample = in.Sample
-		p.annotate(in.Sample)
+		p.Sample, p.TrafficBy = in.Sample, ByRecords
+		if sg, ok := g.(ScaleGoal); ok && sg.By == ByBytes {
+			p.TrafficBy = ByBytes
+			p.Notes = append(p.Notes, "Traffic shares are of the sampled bytes (data and partition keys, as the write quota counts them).")
+		}
+		p.annotate(in.Sample, p.TrafficBy)
 	}
 	return p, nil
 }
@@ -387,13 +412,16 @@ func openShard(in Input, id string) (*lineage.Shard, error) {
 	case lineage.StateTrimmed:
 		return nil, refuse(ErrClosedShard, fmt.Sprintf("shard %s of stream %s was split or merged long ago and retention has removed it; only open shards can be split or merged: %s", id, name, idList(openIDs(in.Graph), 8)))
 	case lineage.StateClosed:
-		var desc []string
-		for _, d := range in.Graph.Subtree(id) {
-			if d.IsOpen() {
-				desc = append(desc, d.ID)
+		// The open shards that hold part of its range: not every open
+		// descendant, since a descendant through a merge may have been
+		// split again away from it.
+		var holders []string
+		for _, o := range in.Graph.Open() {
+			if o.Range.Start.Cmp(sh.Range.End) <= 0 && sh.Range.Start.Cmp(o.Range.End) <= 0 {
+				holders = append(holders, o.ID)
 			}
 		}
-		return nil, refuse(ErrClosedShard, fmt.Sprintf("shard %s of stream %s is closed (it was already split or merged); only open shards can be split or merged, and its range is now held by %s", id, name, idList(desc, 8)))
+		return nil, refuse(ErrClosedShard, fmt.Sprintf("shard %s of stream %s is closed (it was already split or merged); only open shards can be split or merged, and its range is now held by %s", id, name, idList(holders, 8)))
 	}
 	return sh, nil
 }
@@ -543,21 +571,31 @@ func planMerge(in Input, p *Plan, g MergeGoal) error {
 }
 
 // updateLimits are the targets UpdateShardCount accepts from open shards:
-// half (rounded up) to double, at most MaxShards.
-func updateLimits(open int) (lo, hi int) { return (open + 1) / 2, min(2*open, MaxShards) }
+// half (rounded up) to double, at most MaxShards; from above MaxShards only
+// below it.
+func updateLimits(open int) (lo, hi int) {
+	hi = min(2*open, MaxShards)
+	if open > MaxShards {
+		hi = MaxShards - 1
+	}
+	return (open + 1) / 2, hi
+}
 
 func checkTarget(in Input, open int, g ScaleGoal) error {
 	if g.Target < 1 || g.Target > MaxShards {
 		return refuse(ErrBadTarget, fmt.Sprintf("%d is not a shard count a stream can have: the target must be from 1 to %d", g.Target, MaxShards))
 	}
-	if g.Even && g.Method != MethodSplits {
-		return fmt.Errorf("reshard: evening out needs the %s method", MethodSplits)
+	if (g.Even || g.Balanced) && g.method() != MethodSplits {
+		return fmt.Errorf("reshard: evening out and balancing need the %s method", MethodSplits)
 	}
-	switch g.Method {
-	case "", MethodUpdateShardCount:
+	switch g.method() {
+	case MethodUpdateShardCount:
 		lo, hi := updateLimits(open)
 		if g.Target == open {
 			return nil
+		}
+		if open > MaxShards && g.Target > hi {
+			return refuse(ErrTargetOutOfLimits, fmt.Sprintf("stream %s has %d open shards, more than the %d UpdateShardCount goes to: from there it can only go below %d (%d to %d), not to %d; use --method splits to get there with SplitShard and MergeShards calls", in.Stream.Name, open, MaxShards, MaxShards, lo, hi, g.Target))
 		}
 		if g.Target > hi {
 			return refuse(ErrTargetOutOfLimits, fmt.Sprintf("UpdateShardCount can at most double the open shards of stream %s in one call: from %d it can reach %d to %d, not %d; use --method splits to get there with SplitShard and MergeShards calls", in.Stream.Name, open, lo, hi, g.Target))
@@ -577,54 +615,28 @@ func planScale(in Input, p *Plan, g ScaleGoal, open []*lineage.Shard) error {
 	if err := checkTarget(in, len(open), g); err != nil {
 		return err
 	}
-	if g.Method == "" {
-		g.Method = MethodUpdateShardCount
-	}
+	g.Method = g.method()
 	p.Method = g.Method
-	target, err := lineage.EvenLayout(g.Target)
+	if g.Balanced {
+		return planBalanced(in, p, g)
+	}
+	targets, err := evenTargets(g.Target)
 	if err != nil {
 		return refuse(ErrBadTarget, err.Error())
 	}
-	even := len(target) == len(p.Before)
-	for i := 0; even && i < len(target); i++ {
-		even = target[i] == p.Before[i].Range
-	}
+	m := matchTargets(p.Before, targets)
+	even := len(m.missing) == 0 && len(m.extra) == 0
 	n := len(open)
 	if g.Method == MethodUpdateShardCount {
 		if g.Target == n {
 			p.Description = fmt.Sprintf("nothing to do: stream %s already has %d open shards", in.Stream.Name, n)
 			if !even {
-				steps, _, _ := planSplits(p.Before, target)
+				steps, _, _ := planLayout(p.Before, targets)
 				p.Notes = append(p.Notes, fmt.Sprintf("Their hash ranges are not the even layout; --method splits --even would even them out with %d SplitShard and MergeShards calls.", len(steps)))
 			}
 			return nil
 		}
-		st := Step{Call: UpdateShardCount, Args: Args{TargetShardCount: g.Target, ScalingType: UniformScaling}, OpenShards: g.Target}
-		keep := make(map[lineage.HashRange]bool, len(target))
-		for _, r := range target {
-			keep[r] = true
-		}
-		have := make(map[lineage.HashRange]bool, n)
-		for _, s := range p.Before {
-			have[s.Range] = true
-			if !keep[s.Range] {
-				st.Closes = append(st.Closes, s)
-			}
-		}
-		for _, r := range target {
-			if !have[r] {
-				st.Opens = append(st.Opens, Slot{Range: r})
-			}
-		}
-		p.Steps = append(p.Steps, st)
-		p.ExactLayout = false
-		p.Description = fmt.Sprintf("scale from %d to %d open shards with one UpdateShardCount call", n, g.Target)
-		p.Notes = append(p.Notes,
-			"UpdateShardCount makes the service split and merge shards by itself: it creates short-lived intermediate shards, which stay in the lineage as closed shards (and count toward the account's shard quota while open).",
-			"Each stream allows 10 UpdateShardCount calls per rolling 24 hours; this call counts against that quota.",
-			"The service chooses the final hash ranges: AWS aims for the even layout shown under After, some emulators make uneven ones. The actual layout is listed after the change.",
-		)
-		return nil
+		return planUpdateShardCount(in, p, g)
 	}
 	if even {
 		p.Description = fmt.Sprintf("nothing to do: stream %s already has %d open shards in the even layout", in.Stream.Name, n)
@@ -632,28 +644,90 @@ func planScale(in Input, p *Plan, g ScaleGoal, open []*lineage.Shard) error {
 	}
 	if g.Target == n && !g.Even {
 		p.Description = fmt.Sprintf("nothing to do: stream %s already has %d open shards", in.Stream.Name, n)
-		if steps, _, err := planSplits(p.Before, target); err == nil {
+		if steps, _, err := planLayout(p.Before, targets); err == nil {
 			p.Notes = append(p.Notes, fmt.Sprintf("Their hash ranges are not the even layout; --even would even them out with %d SplitShard and MergeShards calls.", len(steps)))
 		}
 		return nil
 	}
-	steps, after, err := planSplits(p.Before, target)
+	steps, after, err := planLayout(p.Before, targets)
 	if err != nil {
 		return err
 	}
 	p.Steps, p.After = steps, after
-	splits := 0
-	lo, hi := n, n
-	for _, s := range steps {
+	splits := p.splits()
+	p.Description = fmt.Sprintf("scale from %d to %d open shards in the even layout with %d SplitShard and %d MergeShards calls", n, g.Target, splits, len(steps)-splits)
+	p.Notes = append(p.Notes, fmt.Sprintf("%d calls is the fewest possible: each call adds or removes one boundary between hash ranges, and %d boundaries are to be added and %d removed (a boundary within %s keys of the even layout's counts as in place).", len(steps), splits, len(steps)-splits, tolText))
+	if m.near > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s within %s keys of the even layout's and %s where %s (at most %s off, of 2^128 keys): no shard's share of the key space changes at any printed precision.",
+			pick(m.near, "1 boundary already lies", fmt.Sprintf("%d boundaries already lie", m.near)), tolText, pick(m.near, "stays", "stay"), pick(m.near, "it is", "they are"), plural(int(m.offset.Big().Int64()), "key")))
+	}
+	p.Notes = append(p.Notes, p.openRangeNote())
+	return nil
+}
+
+// tolText is EvenTolerance for notes.
+const tolText = "2^40"
+
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// splits counts the plan's SplitShard calls.
+func (p *Plan) splits() int {
+	n := 0
+	for _, s := range p.Steps {
 		if s.Call == SplitShard {
-			splits++
+			n++
 		}
+	}
+	return n
+}
+
+// openRangeNote says how a multi-step plan runs and how far the open
+// count moves.
+func (p *Plan) openRangeNote() string {
+	lo, hi := len(p.Before), len(p.Before)
+	for _, s := range p.Steps {
 		lo, hi = min(lo, s.OpenShards), max(hi, s.OpenShards)
 	}
-	p.Description = fmt.Sprintf("scale from %d to %d open shards in the even layout with %d SplitShard and %d MergeShards calls", n, g.Target, splits, len(steps)-splits)
+	return fmt.Sprintf("The calls run one at a time; the tool waits for the stream to be ACTIVE after each (seconds to a minute on AWS). The open shard count stays between %d and %d.", lo, hi)
+}
+
+// planUpdateShardCount is the one-call plan; After is the even layout the
+// service aims for.
+func planUpdateShardCount(in Input, p *Plan, g ScaleGoal) error {
+	target, err := lineage.EvenLayout(g.Target)
+	if err != nil {
+		return refuse(ErrBadTarget, err.Error())
+	}
+	n := len(p.Before)
+	st := Step{Call: UpdateShardCount, Args: Args{TargetShardCount: g.Target, ScalingType: UniformScaling}, OpenShards: g.Target}
+	keep := make(map[lineage.HashRange]bool, len(target))
+	for _, r := range target {
+		keep[r] = true
+	}
+	have := make(map[lineage.HashRange]bool, n)
+	for _, s := range p.Before {
+		have[s.Range] = true
+		if !keep[s.Range] {
+			st.Closes = append(st.Closes, s)
+		}
+	}
+	for _, r := range target {
+		if !have[r] {
+			st.Opens = append(st.Opens, Slot{Range: r})
+		}
+	}
+	p.Steps = append(p.Steps, st)
+	p.ExactLayout = false
+	p.Description = fmt.Sprintf("scale from %d to %d open shards with one UpdateShardCount call", n, g.Target)
 	p.Notes = append(p.Notes,
-		fmt.Sprintf("%d calls is the fewest possible: each call adds or removes one boundary between hash ranges, and %d boundaries are to be added and %d removed.", len(steps), splits, len(steps)-splits),
-		fmt.Sprintf("The calls run one at a time; the tool waits for the stream to be ACTIVE after each (seconds to a minute on AWS). The open shard count stays between %d and %d.", lo, hi),
+		"UpdateShardCount makes the service split and merge shards by itself: it creates short-lived intermediate shards, which stay in the lineage as closed shards (and count toward the account's shard quota while open).",
+		"Each stream allows 10 UpdateShardCount calls per rolling 24 hours; this call counts against that quota.",
+		"The service chooses the final hash ranges: AWS aims for the even layout shown under After, some emulators make uneven ones. The actual layout is listed after the change.",
 	)
 	return nil
 }
@@ -680,10 +754,11 @@ func mergeStep(l *[]Slot, i int) Step {
 	return Step{Call: MergeShards, Args: Args{ShardToMerge: &lo, AdjacentShardToMerge: &up}, Closes: []Slot{lower, upper}, Opens: []Slot{c}, OpenShards: len(*l)}
 }
 
-// annotate adds traffic shares to every slot the sample covers.
-func (p *Plan) annotate(s *Sample) {
+// annotate adds traffic shares (in measure by) to every slot the sample
+// covers.
+func (p *Plan) annotate(s *Sample, by Measure) {
 	set := func(x *Slot) {
-		if f, ok := s.Share(x.Range); ok {
+		if f, ok := s.ShareBy(x.Range, by); ok {
 			x.Traffic = &f
 		}
 	}

@@ -130,7 +130,10 @@ func (w *ShardWindow) SampledShare() float64 {
 type WindowOptions struct {
 	From, Until time.Time // Until zero: now
 	// MaxRecords is the most records read per shard; more in the window
-	// and the shard is sampled evenly across it. 0: DefaultMaxRecords.
+	// and the shard is sampled evenly across it (each part of the sample
+	// ends between two arrival times, so it may take the rest of a burst
+	// that arrived in the same millisecond beyond its share). 0:
+	// DefaultMaxRecords.
 	MaxRecords int
 	// Budget bounds the time one shard's read may take (0: none, only
 	// ctx); when it runs out the read ends with what it has.

@@ -328,7 +328,10 @@ func (w *windowReader) take(out *kinesis.GetRecordsOutput, attempt time.Time, li
 			w.startSlice(w.cur + 1)
 		}
 		s := &w.slices[w.cur]
-		if s.n >= s.quota {
+		if s.n >= s.quota && a.After(s.last) {
+			// Cut between two arrival times, never inside a burst that
+			// arrived at once (a PutRecords batch): [start, cut) then
+			// holds exactly the records taken.
 			s.cut, s.state = a, sliceCut
 			w.next()
 			return

@@ -314,3 +314,30 @@ func gapKey(a, b lineage.HashKey) lineage.HashKey {
 	k, _ := lineage.HashKeyFromBig(sum) // <= b: fits
 	return k
 }
+
+// annotate adds traffic shares (in measure by) to every slot the sample
+// covers.
+func (p *Plan) annotate(s *Sample, by Measure) {
+	set := func(x *Slot) {
+		if f, ok := s.ShareBy(x.Range, by); ok {
+			x.Traffic = &f
+		}
+	}
+	each := func(xs []Slot) {
+		for i := range xs {
+			set(&xs[i])
+		}
+	}
+	each(p.Before)
+	each(p.After)
+	for i := range p.Steps {
+		st := &p.Steps[i]
+		each(st.Closes)
+		each(st.Opens)
+		for _, x := range []*Slot{st.Args.ShardToSplit, st.Args.ShardToMerge, st.Args.AdjacentShardToMerge} {
+			if x != nil {
+				set(x)
+			}
+		}
+	}
+}

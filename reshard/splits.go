@@ -333,3 +333,25 @@ func (h *mergeHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// splitStep splits slot i of *l at k and returns the step.
+func splitStep(l *[]Slot, i int, k lineage.HashKey) Step {
+	old := (*l)[i]
+	lowEnd, _ := k.Sub64(1)
+	a := Slot{Range: lineage.HashRange{Start: old.Range.Start, End: lowEnd}}
+	b := Slot{Range: lineage.HashRange{Start: k, End: old.Range.End}}
+	*l = slices.Replace(*l, i, i+1, a, b)
+	key := k
+	parent := old
+	return Step{Call: SplitShard, Args: Args{ShardToSplit: &parent, NewStartingHashKey: &key}, Closes: []Slot{old}, Opens: []Slot{a, b}, OpenShards: len(*l)}
+}
+
+// mergeStep merges slots i and i+1 of *l (adjacent by construction) and
+// returns the step, the lower one as ShardToMerge.
+func mergeStep(l *[]Slot, i int) Step {
+	lower, upper := (*l)[i], (*l)[i+1]
+	c := Slot{Range: lineage.HashRange{Start: lower.Range.Start, End: upper.Range.End}}
+	*l = slices.Replace(*l, i, i+2, c)
+	lo, up := lower, upper
+	return Step{Call: MergeShards, Args: Args{ShardToMerge: &lo, AdjacentShardToMerge: &up}, Closes: []Slot{lower, upper}, Opens: []Slot{c}, OpenShards: len(*l)}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -333,5 +334,35 @@ func TestSampleTrafficFallsBackToTrimHorizon(t *testing.T) {
 	if ss := s.Shards[0]; !slices.Equal(ss.Hashes, want) || ss.Truncated || ss.Span != 5*time.Minute ||
 		!slices.Equal(iterTypes, []types.ShardIteratorType{types.ShardIteratorTypeAtTimestamp, types.ShardIteratorTypeTrimHorizon}) {
 		t.Fatalf("%d records, span %v, iterators %v", ss.Records, ss.Span, iterTypes)
+	}
+}
+
+func TestReadWindowNeverCutsABurst(t *testing.T) {
+	c := &fakeClock{now: t0}
+	fk := fake.New()
+	fk.AddStream("s", 1)
+	// 20 bursts of 30 records that arrive together (PutRecords batches),
+	// a tenth of a second apart: 300 records a second for 2 s.
+	var at time.Time
+	fk.Now = func() time.Time { return at }
+	from := t0.Add(-2 * time.Second)
+	for b := range 20 {
+		at = from.Add(time.Duration(b) * 100 * time.Millisecond)
+		for i := range 30 {
+			fk.Put("s", fmt.Sprintf("k-%d-%d", b, i), []byte("x"))
+		}
+	}
+	g, _ := lineage.Load(context.Background(), fk, lineage.ListOptions{StreamName: "s"})
+	ws, err := ReadWindows(t.Context(), fk, kstream.Ref{Name: "s"}, g.Open(), WindowOptions{From: from, Until: t0, MaxRecords: 200, Now: c.Now, Sleep: c.Sleep, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ws[0]
+	// Two slices of 1 s. The first may take 100: its fourth burst is taken
+	// whole (120 records) and the fifth is where its sample ends, so they
+	// stand for 0.4 s, 2.5 each. The second may take the 80 left: three
+	// bursts, 0.3 s. 600 in all, the truth.
+	if len(w.Records) != 210 || !w.Sampled || math.Abs(w.Estimated-600) > 1e-9 || w.Records[0].Weight != 2.5 || w.Records[209].Weight != 1000.0/300 || fk.Calls("GetRecords") > 10 {
+		t.Fatalf("%d records, sampled %v, estimated %v, weight %v, %d calls", len(w.Records), w.Sampled, w.Estimated, w.Records[0].Weight, fk.Calls("GetRecords"))
 	}
 }

@@ -37,6 +37,7 @@ type windowReader struct {
 	lastSeq          string
 	seenN, seenBytes int     // every record received, for the record size
 	rate             float64 // records per second of the last page
+	burst            int     // records taken in a row with one arrival time
 	nextCall         time.Time
 	nextIter         time.Time
 	started          time.Time
@@ -217,6 +218,11 @@ func (w *windowReader) limit() int32 {
 func (w *windowReader) need() int {
 	s := &w.slices[w.cur]
 	left := s.quota - s.n
+	if left <= 0 {
+		// Past the share, inside a burst of one arrival time: ask for as
+		// many again as the burst has given so far.
+		return max(1, w.burst) + 1
+	}
 	if w.rate <= 0 {
 		return left + 1
 	}
@@ -339,6 +345,11 @@ func (w *windowReader) take(out *kinesis.GetRecordsOutput, attempt time.Time, li
 		pk := aws.ToString(r.PartitionKey)
 		s.recs = append(s.recs, WindowRecord{Arrival: a, PartitionKey: pk, Bytes: len(r.Data) + len(pk), Weight: 1})
 		s.n++
+		if a.Equal(s.last) {
+			w.burst++
+		} else {
+			w.burst = 1
+		}
 		s.last, s.lastSeq = a, w.lastSeq
 		w.used++
 	}

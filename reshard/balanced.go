@@ -17,7 +17,8 @@ import (
 // bytes or records. Records of one partition key share one hash, and a
 // boundary lies between two hashes, so a key is never divided: the cut for
 // quantile j/N is the gap between two neighbouring sampled hashes whose
-// traffic below is nearest j/N of the total. The boundary goes halfway
+// traffic below is nearest j/N of the total (or, after a key too big for
+// its share, an even share of what is left). The boundary goes halfway
 // across that gap; any key in the gap gives the same sampled shares, so a
 // boundary already anywhere in it is kept.
 //
@@ -86,9 +87,11 @@ func balancedTargets(in Input, groups []trafficGroup, n int, by Measure) ([]targ
 		hashes[i] = g.hash
 	}
 	out := make([]target, 0, n-1)
-	prev := 0 // the previous cut
+	prev, prevCut := 0, 0 // the end of the previous target's range, and its cut
 	for j := 1; j < n; j++ {
-		want := total * float64(j) / float64(n)
+		// An even share of what the previous cut left: after a key too big
+		// for its share, the others still divide the rest evenly.
+		want := cum[prevCut] + (total-cum[prevCut])/float64(n-j+1)
 		lastAllowed := d - (n - j) // leave a cut for each later quantile
 		c := cutIn(cum, want, prev+1, lastAllowed)
 		lo, hi := c, c
@@ -100,7 +103,7 @@ func balancedTargets(in Input, groups []trafficGroup, n int, by Measure) ([]targ
 		}
 		from, _ := hashes[lo-1].Add64(1)
 		out = append(out, target{key: gapKey(hashes[c-1], hashes[c]), lo: from, hi: hashes[hi]})
-		prev = hi
+		prev, prevCut = hi, c
 	}
 	return out, nil
 }

@@ -192,11 +192,12 @@ func TestBalancedNeverDividesAKey(t *testing.T) {
 	in.Sample = NewSample(time.Minute, ss)
 	p := mustPlan(t, in, ScaleGoal{Target: 4, Balanced: true, By: ByRecords})
 	checkSteps(t, p)
-	// Quartiles at 250, 500, 750 records: the key's records span 150..550,
-	// so the cuts are just before it (150) and just after it (550), and one
-	// at 750. Its shard carries 40 %.
+	// The first quartile (250 records) is nearest the cut just before the
+	// key (150); a third of the rest (433) is nearest the cut just after
+	// it (550: the key's records are 150..549); the rest is halved. Its
+	// shard carries 40 %, and the others share the rest evenly.
 	shares := trafficShares(t, p)
-	want := []float64{0.15, 0.4, 0.2, 0.25}
+	want := []float64{0.15, 0.4, 0.225, 0.225}
 	for i := range want {
 		if math.Abs(shares[i]-want[i]) > 1e-9 {
 			t.Fatalf("shares %v, want %v", shares, want)

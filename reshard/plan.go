@@ -362,7 +362,7 @@ func NewPlan(in Input, g Goal) (*Plan, error) {
 		p.Sample, p.TrafficBy = in.Sample, ByRecords
 		if sg, ok := g.(ScaleGoal); ok && sg.By == ByBytes {
 			p.TrafficBy = ByBytes
-			p.Notes = append(p.Notes, "Traffic shares are of the sampled bytes (data and partition keys, as the write quota counts them).")
+			p.Notes = append([]string{"Traffic shares are of the sampled bytes (data and partition keys, as the write quota counts them)."}, p.Notes...)
 		}
 		p.annotate(in.Sample, p.TrafficBy)
 	}

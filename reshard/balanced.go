@@ -147,17 +147,12 @@ func planBalanced(in Input, p *Plan, g ScaleGoal) error {
 		p.Notes = append(p.Notes, fmt.Sprintf("Each boundary divides the sampled traffic within %g%% of a shard's fair share of where balance puts it.", BalanceTolerance*100))
 		return nil
 	}
-	steps, after, err := planLayout(p.Before, targets)
-	if err != nil {
+	if err := p.planLayout(targets, fmt.Sprintf("%s (%s)", what, plural(in.Sample.Records, "sampled record")),
+		fmt.Sprintf("a boundary already in place stays when it divides the sampled traffic within %g%% of a shard's fair share of its target", BalanceTolerance*100)); err != nil {
 		return err
 	}
-	p.Steps, p.After = steps, after
-	splits := p.splits()
-	p.Description = fmt.Sprintf("scale from %d to %d open shards %s (%s) with %d SplitShard and %d MergeShards calls", n, g.Target, what, plural(in.Sample.Records, "sampled record"), splits, len(steps)-splits)
-	p.Notes = append(p.Notes,
-		fmt.Sprintf("%d calls is the fewest possible: each call adds or removes one boundary between hash ranges, and %d boundaries are to be added and %d removed (a boundary already in place stays when it divides the sampled traffic within %g%% of a shard's fair share of its target).", len(steps), splits, len(steps)-splits, BalanceTolerance*100),
-		"The shares of traffic are those of the sample: traffic that changes, or keys the sample missed, shift them.")
-	p.Notes = append(p.Notes, bigKeyNotes(groups, after, g.Target, by)...)
+	p.Notes = append(p.Notes, "The shares of traffic are those of the sample: traffic that changes, or keys the sample missed, shift them.")
+	p.Notes = append(p.Notes, bigKeyNotes(groups, p.After, g.Target, by)...)
 	p.Notes = append(p.Notes, p.openRangeNote())
 	return nil
 }

@@ -207,30 +207,6 @@ func slotsEqual(a, b []Slot) bool {
 	return slices.EqualFunc(a, b, func(x, y Slot) bool { return x.ID == y.ID && x.Range == y.Range })
 }
 
-// lowerBound is |missing| + |extra| boundaries, computed independently of
-// the planner with sets.
-func lowerBound(from, to []lineage.HashRange) int {
-	a, b := map[lineage.HashKey]bool{}, map[lineage.HashKey]bool{}
-	for _, r := range from[1:] {
-		a[r.Start] = true
-	}
-	for _, r := range to[1:] {
-		b[r.Start] = true
-	}
-	n := 0
-	for k := range a {
-		if !b[k] {
-			n++
-		}
-	}
-	for k := range b {
-		if !a[k] {
-			n++
-		}
-	}
-	return n
-}
-
 // evenTol is EvenTolerance as a big integer, for the independent checks.
 var evenTol = big.NewInt(EvenTolerance)
 

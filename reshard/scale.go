@@ -89,19 +89,29 @@ func planScale(in Input, p *Plan, g ScaleGoal, open []*lineage.Shard) error {
 		}
 		return nil
 	}
+	if err := p.planLayout(targets, "in the even layout", "a boundary within "+tolText+" keys of the even layout's counts as in place"); err != nil {
+		return err
+	}
+	if m.near > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s within %s keys of the even layout's and %s where %s (at most %s off, of 2^128 keys): no shard's share of the key space changes at any printed precision.",
+			pick(m.near, "1 boundary already lies", fmt.Sprintf("%d boundaries already lie", m.near)), tolText, pick(m.near, "stays", "stay"), pick(m.near, "it is", "they are"), plural(int(m.offset.Big().Int64()), "key")))
+	}
+	p.Notes = append(p.Notes, p.openRangeNote())
+	return nil
+}
+
+// planLayout sets the plan's steps to reach the targets (planLayout), its
+// description (what: how the layout is chosen) and the note on why that is
+// the fewest calls (inPlace: when a boundary counts as in place).
+func (p *Plan) planLayout(targets []target, what, inPlace string) error {
 	steps, after, err := planLayout(p.Before, targets)
 	if err != nil {
 		return err
 	}
 	p.Steps, p.After = steps, after
 	splits := p.splits()
-	p.Description = fmt.Sprintf("scale from %d to %d open shards in the even layout with %d SplitShard and %d MergeShards calls", n, g.Target, splits, len(steps)-splits)
-	p.Notes = append(p.Notes, fmt.Sprintf("%d calls is the fewest possible: each call adds or removes one boundary between hash ranges, and %d boundaries are to be added and %d removed (a boundary within %s keys of the even layout's counts as in place).", len(steps), splits, len(steps)-splits, tolText))
-	if m.near > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("%s within %s keys of the even layout's and %s where %s (at most %s off, of 2^128 keys): no shard's share of the key space changes at any printed precision.",
-			pick(m.near, "1 boundary already lies", fmt.Sprintf("%d boundaries already lie", m.near)), tolText, pick(m.near, "stays", "stay"), pick(m.near, "it is", "they are"), plural(int(m.offset.Big().Int64()), "key")))
-	}
-	p.Notes = append(p.Notes, p.openRangeNote())
+	p.Description = fmt.Sprintf("scale from %d to %d open shards %s with %d SplitShard and %d MergeShards calls", len(p.Before), len(after), what, splits, len(steps)-splits)
+	p.Notes = append(p.Notes, fmt.Sprintf("%d calls is the fewest possible: each call adds or removes one boundary between hash ranges, and %d boundaries are to be added and %d removed (%s).", len(steps), splits, len(steps)-splits, inPlace))
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // Reading a window of a shard's records. ReadWindows reads every record of
-// some shards that arrived in [From, Until), paced as tail paces a shard,
+// some shards that arrived in [From, Until], paced as tail paces a shard,
 // and when a shard holds more than MaxRecords there it samples evenly
 // across the window instead: the window is cut into slices, each slice is
 // read from its start (GetShardIterator AT_TIMESTAMP) until its share of
@@ -128,7 +128,7 @@ func (w *ShardWindow) SampledShare() float64 {
 // WindowOptions bound ReadWindows. From is required; the rest have
 // defaults.
 type WindowOptions struct {
-	From, Until time.Time // Until zero: now
+	From, Until time.Time // both included; Until zero: now
 	// MaxRecords is the most records read per shard; more in the window
 	// and the shard is sampled evenly across it (each part of the sample
 	// ends between two arrival times, so it may take the rest of a burst

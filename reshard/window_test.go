@@ -81,8 +81,9 @@ func TestReadWindowReadsAQuietWindowExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := ws[0]
-	// 100 records a second for the minute: records 6000..11999, in order.
-	if len(w.Records) != 6000 || w.Sampled || w.Estimated != 6000 || w.Covered != time.Minute || w.Stopped != "" || w.Throttled != 0 {
+	// 100 records a second for the minute, both ends included: records
+	// 6000..12000, in order.
+	if len(w.Records) != 6001 || w.Sampled || w.Estimated != 6001 || w.Covered != time.Minute || w.Stopped != "" || w.Throttled != 0 {
 		t.Fatalf("%d records, sampled %v, estimated %v, covered %v, stopped %q, throttled %d", len(w.Records), w.Sampled, w.Estimated, w.Covered, w.Stopped, w.Throttled)
 	}
 	for i, r := range w.Records {
@@ -247,6 +248,16 @@ func fakeStream(t *testing.T, c *fakeClock, n int) (*fake.Fake, []*lineage.Shard
 	return fk, g.Open(), keys
 }
 
+// sortedHashes are the hashes of keys, sorted as a sample holds them.
+func sortedHashes(keys []string) []lineage.HashKey {
+	var out []lineage.HashKey
+	for _, k := range keys {
+		out = append(out, lineage.PartitionKeyHash(k))
+	}
+	slices.SortFunc(out, lineage.HashKey.Cmp)
+	return out
+}
+
 func TestSampleTrafficExactWhenTheWindowHoldsLess(t *testing.T) {
 	c := &fakeClock{now: t0}
 	fk, shards, keys := fakeStream(t, c, 700)
@@ -256,11 +267,7 @@ func TestSampleTrafficExactWhenTheWindowHoldsLess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []lineage.HashKey
-	for _, k := range keys {
-		want = append(want, lineage.PartitionKeyHash(k))
-	}
-	slices.SortFunc(want, lineage.HashKey.Cmp)
+	want := sortedHashes(keys)
 	ss := s.Shards[0]
 	if !slices.Equal(ss.Hashes, want) || ss.Truncated || ss.Span != 5*time.Minute || ss.Bytes != 700*2+len(strings.Join(keys, "")) ||
 		!slices.Equal(onShard, []string{sid(0)}) || s.Records != 700 || s.Window != 5*time.Minute {
@@ -325,11 +332,7 @@ func TestSampleTrafficFallsBackToTrimHorizon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []lineage.HashKey
-	for _, k := range keys {
-		want = append(want, lineage.PartitionKeyHash(k))
-	}
-	slices.SortFunc(want, lineage.HashKey.Cmp)
+	want := sortedHashes(keys)
 	// The 50 records older than the window are read and left out.
 	if ss := s.Shards[0]; !slices.Equal(ss.Hashes, want) || ss.Truncated || ss.Span != 5*time.Minute ||
 		!slices.Equal(iterTypes, []types.ShardIteratorType{types.ShardIteratorTypeAtTimestamp, types.ShardIteratorTypeTrimHorizon}) {

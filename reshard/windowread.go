@@ -317,19 +317,19 @@ func (w *windowReader) take(out *kinesis.GetRecordsOutput, attempt time.Time, li
 		r := &out.Records[i]
 		w.lastSeq = aws.ToString(r.SequenceNumber)
 		a := aws.ToTime(r.ApproximateArrivalTimestamp)
-		if !a.Before(w.o.Until) {
+		if a.After(w.o.Until) {
 			w.finish()
 			return
 		}
 		if a.Before(w.slices[w.cur].start) {
 			continue // from TRIM_HORIZON or read on past a skipped part
 		}
-		if w.pass2 && !a.Before(w.slices[w.cur].end) {
+		if w.pass2 && w.beyond(a) {
 			w.slices[w.cur].state = sliceComplete // the next slice was read already
 			w.resume(w.cur + 1)
 			return
 		}
-		for !a.Before(w.slices[w.cur].end) {
+		for w.beyond(a) {
 			w.slices[w.cur].state = sliceComplete
 			w.startSlice(w.cur + 1)
 		}
@@ -380,6 +380,15 @@ func (w *windowReader) next() {
 		return
 	}
 	w.jump, w.seekTo = true, w.atTimestamp()
+}
+
+// beyond reports whether arrival a lies past the current slice: at or
+// after its end, or after the window's end (which the last slice holds).
+func (w *windowReader) beyond(a time.Time) bool {
+	if w.cur == len(w.slices)-1 {
+		return a.After(w.o.Until)
+	}
+	return !a.Before(w.slices[w.cur].end)
 }
 
 // finish: the shard has nothing more in the window from here, so the

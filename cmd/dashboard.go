@@ -138,12 +138,7 @@ func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstrea
 		Theme:      render.NewTheme(f.IO.ColorOut()),
 		Checkpoint: o.Checkpoint,
 		ListStreams: func(ctx context.Context) ([]string, error) {
-			refs, err := listStreamRefs(ctx, api, 0)
-			names := make([]string, len(refs))
-			for i, r := range refs {
-				names[i] = r.Name
-			}
-			return names, err
+			return kstream.StreamNames(ctx, api, 0)
 		},
 		DescribeError:   func(err error) string { return oneLine(wordError(err, f.errCtx)) },
 		Leases:          dashboardLeases(o),

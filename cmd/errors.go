@@ -16,6 +16,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
 )
 
 // Exit codes (the README's table).
@@ -111,7 +112,7 @@ func wordErrorRaw(err error, ec errContext) string {
 		}
 		return fmt.Sprintf("%s is busy (being created, updated or deleted); try again when it is ACTIVE: %s", s, inUse.ErrorMessage())
 	case errors.As(err, &limit):
-		if opErr != nil && readOnlyOps[opErr.Operation()] {
+		if opErr != nil && readretry.ReadOnly(opErr.Operation()) {
 			return "limit exceeded (still after waiting and asking again): " + limit.ErrorMessage()
 		}
 		return "limit exceeded (not retried): " + limit.ErrorMessage()
@@ -162,10 +163,6 @@ func wordErrorRaw(err error, ec errContext) string {
 	}
 	return err.Error()
 }
-
-// readOnlyOps wait out a LimitExceeded a few times before it is reported
-// (lineage.ListShards, kstream.Describe, the streams listing).
-var readOnlyOps = map[string]bool{"ListShards": true, "ListStreams": true, "DescribeStreamSummary": true}
 
 // outcomeUnknownError is a call that changes the stream and got no answer
 // (a dropped connection, a timeout, a 5xx): it may have taken effect, and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/render/dashboard"
@@ -140,7 +141,7 @@ func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstrea
 		ListStreams: func(ctx context.Context) ([]string, error) {
 			return kstream.StreamNames(ctx, api, 0)
 		},
-		DescribeError:   func(err error) string { return oneLine(wordError(err, f.errCtx)) },
+		DescribeError:   func(err error) string { return text.OneLine(wordError(err, f.errCtx)) },
 		Leases:          dashboardLeases(o),
 		Now:             f.Now,
 		RefreshInterval: o.Refresh,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 )
 
 // Exit codes (the README's table).
@@ -56,7 +57,7 @@ func describeError(ctx context.Context, err error, ec errContext) (string, int) 
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err())) {
 		return "interrupted", exitInterrupted
 	}
-	return oneLine(wordError(err, ec)), code
+	return text.OneLine(wordError(err, ec)), code
 }
 
 // wordError is the sentence for err, with anything that looks like a
@@ -258,5 +259,3 @@ func rootCause(err error) string {
 	}
 	return err.Error()
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/render"
 )
 
@@ -161,11 +162,11 @@ func runPut(ctx context.Context, f *Factory, api putAPI, ref kstream.Ref, opts *
 			render.JSON(p.f.IO.Out, p.stats)
 		}
 		s := p.stats
-		done := fmt.Sprintf("%s written before it", recordCount(s.Records))
+		done := fmt.Sprintf("%s written before it", text.Plural(s.Records, "record"))
 		var lost *outcomeUnknownError
 		switch {
 		case errors.As(err, &lost):
-			done = fmt.Sprintf("%s confirmed written before it", recordCount(s.Records))
+			done = fmt.Sprintf("%s confirmed written before it", text.Plural(s.Records, "record"))
 		case s.Records == 0:
 			done = "nothing was written"
 		}
@@ -380,7 +381,7 @@ func (p *putter) send(ctx context.Context, batch []putEntry) error {
 			// No answer (or a 5xx): the service may have written the
 			// batch, once or, through the SDK's retries, more than once.
 			return &outcomeUnknownError{err: err, note: fmt.Sprintf("the %s of that PutRecords call (%s) may have been written, possibly more than once: its answer was lost, so the summary does not count them",
-				recordCount(len(pending)), lineSpan(pending))}
+				text.Plural(len(pending), "record"), lineSpan(pending))}
 		case err != nil:
 			return err
 		default:
@@ -440,13 +441,6 @@ func lostAttempts(md middleware.Metadata) int {
 	return n
 }
 
-func recordCount(n int) string {
-	if n == 1 {
-		return "1 record"
-	}
-	return fmt.Sprintf("%d records", n)
-}
-
 // lineSpan names the input lines of a batch: "line 7" or "lines 3 to 9".
 func lineSpan(b []putEntry) string {
 	lo, hi := b[0].line, b[0].line
@@ -477,13 +471,13 @@ func jitter(r *rand.Rand, d time.Duration) time.Duration {
 func (p *putter) report() {
 	s := p.stats
 	if s.maybeTwice > 0 {
-		fmt.Fprintf(p.f.IO.ErrOut, "warning: %s may be stored twice: the answer to a PutRecords call was lost and the SDK sent the call again\n", recordCount(s.maybeTwice))
+		fmt.Fprintf(p.f.IO.ErrOut, "warning: %s may be stored twice: the answer to a PutRecords call was lost and the SDK sent the call again\n", text.Plural(s.maybeTwice, "record"))
 	}
 	if p.opts.Output == "json" {
 		render.JSON(p.f.IO.Out, s)
 		return
 	}
-	msg := fmt.Sprintf("put %d records (%s) to %s in %s with %d calls", s.Records, humanBytes(s.Bytes), s.Stream, formatDuration(time.Duration(s.Seconds*float64(time.Second))), s.Calls)
+	msg := fmt.Sprintf("put %d records (%s) to %s in %s with %d calls", s.Records, text.Bytes(float64(s.Bytes)), s.Stream, formatDuration(time.Duration(s.Seconds*float64(time.Second))), s.Calls)
 	if s.Retried > 0 {
 		msg += fmt.Sprintf(", %d retried", s.Retried)
 	}
@@ -506,16 +500,4 @@ func (p *putter) report() {
 		msg += " [" + strings.Join(parts, " ") + "]"
 	}
 	fmt.Fprintln(p.f.IO.ErrOut, msg)
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 }

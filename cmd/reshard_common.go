@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
@@ -154,7 +155,7 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 		return nil
 	}
 	if !opts.Yes {
-		if err := f.confirm(fmt.Sprintf("Send %s to stream %s?", reshardCount(len(plan.Steps), "call"), ref)); err != nil {
+		if err := f.confirm(fmt.Sprintf("Send %s to stream %s?", text.Plural(len(plan.Steps), "call"), ref)); err != nil {
 			return err
 		}
 	}
@@ -187,9 +188,9 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 			return err
 		}
 	} else if res.Layout != nil {
-		title := fmt.Sprintf("\nStream %s now has %s:\n", ref, reshardCount(len(res.Layout), "open shard"))
+		title := fmt.Sprintf("\nStream %s now has %s:\n", ref, text.Plural(len(res.Layout), "open shard"))
 		if runErr != nil {
-			title = fmt.Sprintf("\nStream %s has %s now:\n", ref, reshardCount(len(res.Layout), "open shard"))
+			title = fmt.Sprintf("\nStream %s has %s now:\n", ref, text.Plural(len(res.Layout), "open shard"))
 		}
 		fmt.Fprint(f.IO.Out, title)
 		if err := render.Layout(f.IO.Out, res.Layout, render.LayoutOptions{PreviewOptions: render.PreviewOptions{Theme: render.NewTheme(f.IO.ColorOut()), Wide: opts.Wide}, Before: plan.Before}); err != nil {
@@ -203,7 +204,7 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 func sampleReshardTraffic(ctx context.Context, f *Factory, api reshard.SampleAPI, ref kstream.Ref, shards []*lineage.Shard, opts *ReshardOptions) (*reshard.Sample, error) {
 	what := shards[0].ID
 	if len(shards) > 1 {
-		what = reshardCount(len(shards), "shard")
+		what = text.Plural(len(shards), "shard")
 	}
 	msg := fmt.Sprintf("sampling up to %d records of %s from the last %s", opts.Sample, what, opts.SampleWindow)
 	if len(shards) > 1 {
@@ -213,7 +214,7 @@ func sampleReshardTraffic(ctx context.Context, f *Factory, api reshard.SampleAPI
 	s, err := reshard.SampleTraffic(ctx, api, ref, shards, reshard.SampleOptions{Max: opts.Sample, Window: opts.SampleWindow})
 	final := ""
 	if err == nil {
-		final = fmt.Sprintf("sampled %s of %s in %s", reshardCount(s.Records, "record"), what, formatDuration(p.Elapsed()))
+		final = fmt.Sprintf("sampled %s of %s in %s", text.Plural(s.Records, "record"), what, formatDuration(p.Elapsed()))
 	}
 	p.Stop(final)
 	return s, err
@@ -249,7 +250,7 @@ func executeReshardPlan(ctx context.Context, f *Factory, api reshard.API, ref ks
 		p.Stop("")
 	}
 	if err == nil {
-		fmt.Fprintf(f.IO.ErrOut, "done: %s in %s\n", reshardCount(len(plan.Steps), "call"), formatDuration(time.Since(start)))
+		fmt.Fprintf(f.IO.ErrOut, "done: %s in %s\n", text.Plural(len(plan.Steps), "call"), formatDuration(time.Since(start)))
 	}
 	return res, err
 }
@@ -268,9 +269,9 @@ func describeStepFailure(ctx context.Context, f *Factory, err error, res *reshar
 	done := doneCount(len(res.Done), total)
 	where := "the layout as it is now is shown"
 	if se.ListErr != nil {
-		where = "the shards could not be listed afterwards (" + oneLine(wordError(se.ListErr, f.errCtx)) + "); see `kinesis-shards tree " + f.errCtx.stream + "`"
+		where = "the shards could not be listed afterwards (" + text.OneLine(wordError(se.ListErr, f.errCtx)) + "); see `kinesis-shards tree " + f.errCtx.stream + "`"
 	}
-	msg := fmt.Sprintf("%s: %s; %s, %s", se.Context(), oneLine(wordError(se.Err, f.errCtx)), done, where)
+	msg := fmt.Sprintf("%s: %s; %s, %s", se.Context(), text.OneLine(wordError(se.Err, f.errCtx)), done, where)
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintln(f.IO.ErrOut, msg)
 		return err // "interrupted", exit 130
@@ -329,7 +330,7 @@ func checkLostStep(ctx context.Context, f *Factory, api reshardAPI, ref kstream.
 	res.Done = append(res.Done, d)
 	res.Graph, res.Layout = g, now
 	return &lostStep{step: se.Step, note: fmt.Sprintf("step %d of %d (%s) took effect, although the tool got no answer to it (its last attempt: %s): the listing shows the new shards",
-		se.Step, se.Total, se.Desc, oneLine(wordError(se.Err, f.errCtx)))}
+		se.Step, se.Total, se.Desc, text.OneLine(wordError(se.Err, f.errCtx)))}
 }
 
 func slotRanges(l []reshard.Slot) []lineage.HashRange {
@@ -375,11 +376,4 @@ func diffSlots(before, now []reshard.Slot, g *lineage.Graph) (closed, opened []s
 		}
 	}
 	return closed, opened
-}
-
-func reshardCount(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -37,7 +37,15 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func usageError(err error) error { return &exitError{code: exitUsage, err: err} }
+// usageErr is a command line that is wrong in itself: exit 2, and nothing
+// was sent. Validation returns it; so do cobra's flag and argument errors
+// (through the root's flag error function and the Args validators).
+type usageErr struct{ err error }
+
+func (e *usageErr) Error() string { return e.err.Error() }
+func (e *usageErr) Unwrap() error { return e.err }
+
+func usageError(err error) error { return &usageErr{err: err} }
 
 func usageErrorf(format string, args ...any) error {
 	return usageError(fmt.Errorf(format, args...))
@@ -50,8 +58,14 @@ var errDeclined = &exitError{code: exitInterrupted, err: errors.New("declined: n
 // the one place where service, network and configuration errors are worded.
 func describeError(ctx context.Context, err error, ec errContext) (string, int) {
 	code := exitFailure
-	var ee *exitError
-	if errors.As(err, &ee) {
+	var (
+		ue *usageErr
+		ee *exitError
+	)
+	switch {
+	case errors.As(err, &ue):
+		code = exitUsage
+	case errors.As(err, &ee):
 		code = ee.code
 	}
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err())) {

@@ -45,7 +45,7 @@ var _ putAPI = (*kinesis.Client)(nil)
 
 // PutOptions are the inputs of `put`.
 type PutOptions struct {
-	Stream   string
+	base
 	Key      string
 	KeyField string
 	Retries  int
@@ -57,7 +57,7 @@ type PutOptions struct {
 	Rand    *rand.Rand
 }
 
-func newPutCmd(f *Factory) *cobra.Command {
+func newPutCmd(f *Factory, runF func(*PutOptions) error) *cobra.Command {
 	opts := &PutOptions{Retries: 8, Linger: 50 * time.Millisecond, Backoff: 100 * time.Millisecond}
 	c := &cobra.Command{
 		Use:   "put STREAM",
@@ -75,38 +75,47 @@ to stderr, or to stdout as JSON with -o json.`,
   echo '{"user":"alice","n":1}' | kinesis-shards put orders --key-field user
   tail -f app.log | kinesis-shards put logs --key "$(hostname)"`,
 		Args: exactArgs(1, "STREAM"),
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			opts.Stream = args[0]
-			if opts.Key != "" && opts.KeyField != "" {
-				return usageErrorf("--key and --key-field do not go together")
-			}
-			if c.Flags().Changed("key") {
-				if err := checkPartitionKey(opts.Key); err != nil {
-					return usageErrorf("--key: %v", err)
-				}
-			}
-			if c.Flags().Changed("key-field") && opts.KeyField == "" {
-				return usageErrorf("--key-field needs a field name")
-			}
-			if opts.Retries < 0 {
-				return usageErrorf("--retries must not be negative")
-			}
-			out, err := f.outputFormat("text", "json")
-			if err != nil {
-				return err
-			}
-			opts.Output = out
-			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
-			if err != nil {
-				return err
-			}
-			return runPut(c.Context(), f, client, ref, opts)
-		}),
+		RunE: runE(f, opts, runF),
 	}
 	c.Flags().StringVar(&opts.Key, "key", "", "partition key of every record")
 	c.Flags().StringVar(&opts.KeyField, "key-field", "", "take the partition key from this field of each JSON line (dotted path)")
 	c.Flags().IntVar(&opts.Retries, "retries", opts.Retries, "retries of failed entries before giving up")
 	return c
+}
+
+func (o *PutOptions) complete(f *Factory, c *cobra.Command, args []string) error {
+	o.completeBase(f, c, args[0])
+	o.Output = f.Global.Output
+	return nil
+}
+
+func (o *PutOptions) validate() (err error) {
+	if o.Key != "" && o.KeyField != "" {
+		return usageErrorf("--key and --key-field do not go together")
+	}
+	if o.given["key"] {
+		if err := checkPartitionKey(o.Key); err != nil {
+			return usageErrorf("--key: %v", err)
+		}
+	}
+	if o.given["key-field"] && o.KeyField == "" {
+		return usageErrorf("--key-field needs a field name")
+	}
+	if o.Retries < 0 {
+		return usageErrorf("--retries must not be negative")
+	}
+	if o.Output, err = outputFormat("put", o.Output); err != nil {
+		return err
+	}
+	return o.validateBase()
+}
+
+func (o *PutOptions) run(ctx context.Context, f *Factory) error {
+	client, err := f.KinesisFor(ctx, o.Ref)
+	if err != nil {
+		return err
+	}
+	return runPut(ctx, f, client, o.Ref, o)
 }
 
 // putStats is the summary; its JSON names are documented.

@@ -29,6 +29,7 @@ var _ reshardAPI = (*kinesis.Client)(nil)
 
 // ReshardOptions are the inputs split, merge and scale share.
 type ReshardOptions struct {
+	base
 	Yes    bool
 	DryRun bool
 	Wide   bool
@@ -41,6 +42,9 @@ type ReshardOptions struct {
 	Output       string
 	// PollMin/PollMax tune the ACTIVE polling (tests shorten them).
 	PollMin, PollMax time.Duration
+
+	command   string // split, merge or scale
+	canPrompt bool
 }
 
 // reshardDoc is the -o json document of split, merge and scale: the plan,
@@ -71,8 +75,14 @@ func addReshardFlags(c *cobra.Command, o *ReshardOptions, sampleHelp string) {
 	fl.DurationVar(&o.SampleWindow, "sample-window", reshard.DefaultSampleWindow, "how far back the traffic sample reads (--sample, --balanced)")
 }
 
-// validate checks the shared flags before anything is sent.
-func (o *ReshardOptions) validate(f *Factory) error {
+// completeReshard fills what the reshard commands share.
+func (o *ReshardOptions) completeReshard(f *Factory, c *cobra.Command, stream string) {
+	o.completeBase(f, c, stream)
+	o.command, o.Output, o.canPrompt = c.Name(), f.Global.Output, f.IO.CanPrompt()
+}
+
+// validateReshard checks the shared flags before anything is sent.
+func (o *ReshardOptions) validateReshard() error {
 	if o.Wait <= 0 {
 		return usageErrorf("--wait must be positive")
 	}
@@ -82,42 +92,31 @@ func (o *ReshardOptions) validate(f *Factory) error {
 	if o.SampleWindow <= 0 {
 		return usageErrorf("--sample-window must be positive")
 	}
-	out, err := f.outputFormat("table", "json")
+	out, err := outputFormat(o.command, o.Output)
 	if err != nil {
 		return err
 	}
 	o.Output = out
-	return f.requireConfirmable(o.Yes, o.DryRun)
+	if err := requireConfirmable(o.canPrompt, o.Yes, o.DryRun); err != nil {
+		return err
+	}
+	return o.validateBase()
+}
+
+// runReshardGoal builds the client and runs the goal.
+func (o *ReshardOptions) runReshardGoal(ctx context.Context, f *Factory, goal reshard.Goal) error {
+	client, err := f.KinesisFor(ctx, o.Ref)
+	if err != nil {
+		return err
+	}
+	return runReshard(ctx, f, client, o.Ref, goal, o)
 }
 
 // runReshard lists the stream, checks the goal, samples traffic if asked,
 // shows the preview (or the JSON plan), asks, runs the plan and prints the
 // new layout.
 func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, goal reshard.Goal, opts *ReshardOptions) error {
-	sum, err := kstream.Describe(ctx, api, ref)
-	if err != nil {
-		return err
-	}
-	g, err := lineage.Load(ctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
-	if err != nil {
-		return err
-	}
-	in := reshard.Input{Stream: reshard.Stream{Name: ref.Name, ARN: sum.ARN, Status: sum.Status, Mode: sum.Mode}, Graph: g}
-	if reshard.MayOpenShards(in, goal) {
-		// A plan that outgrows the account's shard quota would fail
-		// part-way; the planner refuses it up front when the quota is known.
-		in.Quota, in.QuotaErr = reshard.LoadQuota(ctx, api)
-	}
-	toSample, err := reshard.SampleShards(in, goal)
-	if err != nil {
-		return err
-	}
-	if opts.Sample > 0 {
-		if in.Sample, err = sampleReshardTraffic(ctx, f, api, ref, toSample, opts); err != nil {
-			return err
-		}
-	}
-	plan, err := reshard.NewPlan(in, goal)
+	plan, err := planReshard(ctx, f, api, ref, goal, opts)
 	if err != nil {
 		return err
 	}
@@ -198,6 +197,36 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 		}
 	}
 	return failure
+}
+
+// planReshard lists the stream, checks the goal (against the account's
+// shard quota when it may open shards) and samples traffic if asked: the
+// plan, or why there is none.
+func planReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, goal reshard.Goal, opts *ReshardOptions) (*reshard.Plan, error) {
+	sum, err := kstream.Describe(ctx, api, ref)
+	if err != nil {
+		return nil, err
+	}
+	g, err := lineage.Load(ctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
+	if err != nil {
+		return nil, err
+	}
+	in := reshard.Input{Stream: reshard.Stream{Name: ref.Name, ARN: sum.ARN, Status: sum.Status, Mode: sum.Mode}, Graph: g}
+	if reshard.MayOpenShards(in, goal) {
+		// A plan that outgrows the account's shard quota would fail
+		// part-way; the planner refuses it up front when the quota is known.
+		in.Quota, in.QuotaErr = reshard.LoadQuota(ctx, api)
+	}
+	toSample, err := reshard.SampleShards(in, goal)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Sample > 0 {
+		if in.Sample, err = sampleReshardTraffic(ctx, f, api, ref, toSample, opts); err != nil {
+			return nil, err
+		}
+	}
+	return reshard.NewPlan(in, goal)
 }
 
 // sampleReshardTraffic samples the given shards with a spinner on stderr.

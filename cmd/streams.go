@@ -26,6 +26,7 @@ var _ streamsAPI = (*kinesis.Client)(nil)
 
 // StreamsOptions are the inputs of `streams`.
 type StreamsOptions struct {
+	base
 	Output string
 	// DescribeEvery spaces DescribeStreamSummary calls (20 TPS per account).
 	DescribeEvery time.Duration
@@ -34,7 +35,7 @@ type StreamsOptions struct {
 	PageSize int32
 }
 
-func newStreamsCmd(f *Factory) *cobra.Command {
+func newStreamsCmd(f *Factory, runF func(*StreamsOptions) error) *cobra.Command {
 	opts := &StreamsOptions{DescribeEvery: 100 * time.Millisecond, Workers: 8}
 	return &cobra.Command{
 		Use:   "streams",
@@ -47,19 +48,29 @@ Output: -o table (default) or -o json.`,
 		Example: `  kinesis-shards streams
   kinesis-shards streams -o json | jq -r '.streams[] | select(.openShards > 10) | .stream'`,
 		Args: noArgs,
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			out, err := f.outputFormat("table", "json")
-			if err != nil {
-				return err
-			}
-			opts.Output = out
-			client, _, err := f.Kinesis(c.Context(), "")
-			if err != nil {
-				return err
-			}
-			return runStreams(c.Context(), f, client, opts)
-		}),
+		RunE: runE(f, opts, runF),
 	}
+}
+
+func (o *StreamsOptions) complete(f *Factory, c *cobra.Command, _ []string) error {
+	o.completeBase(f, c, "")
+	o.Output = f.Global.Output
+	return nil
+}
+
+func (o *StreamsOptions) validate() (err error) {
+	if o.Output, err = outputFormat("streams", o.Output); err != nil {
+		return err
+	}
+	return o.validateBase()
+}
+
+func (o *StreamsOptions) run(ctx context.Context, f *Factory) error {
+	client, err := f.KinesisFor(ctx, o.Ref)
+	if err != nil {
+		return err
+	}
+	return runStreams(ctx, f, client, o)
 }
 
 func noArgs(c *cobra.Command, args []string) error {

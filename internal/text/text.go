@@ -33,6 +33,14 @@ func List(items []string, max int) string {
 	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
+// OrList names the choices of a sentence: "a", "a or b", "a, b or c".
+func OrList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
 // Bytes prints a size (or, with "/s" after it, a rate) in binary units:
 // "0 B", "512 B", "1.5 KiB", "2.0 MiB", "1.25 GiB". Less than one byte is
 // "0 B".

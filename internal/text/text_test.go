@@ -33,6 +33,17 @@ func TestList(t *testing.T) {
 	}
 }
 
+func TestOrList(t *testing.T) {
+	for _, tt := range []struct {
+		items []string
+		want  string
+	}{{nil, ""}, {[]string{"a"}, "a"}, {[]string{"a", "b"}, "a or b"}, {[]string{"a", "b", "c"}, "a, b or c"}} {
+		if got := OrList(tt.items); got != tt.want {
+			t.Errorf("OrList(%q) = %q, want %q", tt.items, got, tt.want)
+		}
+	}
+}
+
 func TestBytes(t *testing.T) {
 	for _, tt := range []struct {
 		n    float64

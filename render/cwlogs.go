@@ -32,15 +32,7 @@ func AppendLogEvent(b []byte, format RecordFormat, theme Theme, loc *time.Locati
 // record; timestamp is the event's time, RFC 3339 in UTC with
 // milliseconds.
 func AppendLogEventJSON(b []byte, r *tail.Record, ev *tail.LogEvent) []byte {
-	b = append(b, `{"shardId":`...)
-	b = appendJSONString(b, r.ShardID)
-	b = append(b, `,"sequenceNumber":"`...)
-	b = append(b, r.SequenceNumber...)
-	b = append(b, '"')
-	if r.Aggregated {
-		b = append(b, `,"subSequenceNumber":`...)
-		b = strconv.AppendInt(b, r.SubSequence, 10)
-	}
+	b = appendJSONHead(b, r)
 	b = append(b, `,"logEventIndex":`...)
 	b = strconv.AppendInt(b, ev.Index, 10)
 	b = append(b, `,"logGroup":`...)

@@ -1,15 +1,13 @@
-//go:build unix
-
 package jq
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/cpumeter"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
@@ -44,13 +42,13 @@ func BenchmarkJQ(b *testing.B) {
 	run := func(b *testing.B, page func() error) {
 		b.ReportAllocs()
 		b.SetBytes(int64(payload))
-		m := startCPU()
+		m := cpumeter.Start()
 		for b.Loop() {
 			if err := page(); err != nil {
 				b.Fatal(err)
 			}
 		}
-		m.report(b, len(recs), payload)
+		m.Report(b, len(recs), payload)
 	}
 	// The plain JSON lines (tail -o json): what the others are measured
 	// against.
@@ -111,29 +109,4 @@ func mustCompileB(b *testing.B, flag, expr string) *Program {
 		b.Fatal(err)
 	}
 	return p
-}
-
-// cpuMeter reports CPU time (user + system, every thread of the process)
-// next to ns/op: on a busy machine wall time measures the neighbours too.
-type cpuMeter struct{ start time.Duration }
-
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func startCPU() cpuMeter { return cpuMeter{processCPU()} }
-
-// report adds cpu-ns/op, MiB/cpu-s and records/cpu-s.
-func (m cpuMeter) report(b *testing.B, recordsPerOp, bytesPerOp int) {
-	cpu := processCPU() - m.start
-	if cpu <= 0 || b.N == 0 {
-		return
-	}
-	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-	b.ReportMetric(float64(bytesPerOp)*float64(b.N)/(1<<20)/cpu.Seconds(), "MiB/cpu-s")
-	b.ReportMetric(float64(recordsPerOp)*float64(b.N)/cpu.Seconds(), "records/cpu-s")
 }

@@ -36,10 +36,10 @@ func Aggregate(recs []Record) []byte {
 	var records [][]byte
 	for _, r := range recs {
 		var rb []byte
-		rb = binary.AppendUvarint(rb, 1<<3|0)
+		rb = binary.AppendUvarint(rb, 1<<3) // field 1, varint
 		rb = binary.AppendUvarint(rb, index(&keys, r.PartitionKey))
 		if r.ExplicitHashKey != "" {
-			rb = binary.AppendUvarint(rb, 2<<3|0)
+			rb = binary.AppendUvarint(rb, 2<<3) // field 2, varint
 			rb = binary.AppendUvarint(rb, index(&ehks, r.ExplicitHashKey))
 		}
 		rb = appendBytes(rb, 3, r.Data)

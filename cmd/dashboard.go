@@ -5,19 +5,15 @@ import (
 	"errors"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases"
-	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/render/dashboard"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
-
-var _ dashboard.API = (*kinesis.Client)(nil)
 
 // DashboardOptions are the inputs of `dashboard`.
 type DashboardOptions struct {
@@ -123,7 +119,7 @@ func validateDashboard(f *Factory, o *DashboardOptions) error {
 	return nil
 }
 
-func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstream.Ref, o *DashboardOptions) error {
+func runDashboard(ctx context.Context, f *Factory, api dashboardAPI, ref kstream.Ref, o *DashboardOptions) error {
 	if ref.Name != "" {
 		// A stream that is not there is a plain error before the screen
 		// opens, worded as every command words it.
@@ -132,21 +128,13 @@ func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstrea
 		}
 	}
 	model := dashboard.New(dashboard.Options{
-		API:        api,
-		Stream:     ref,
-		ReadOnly:   o.ReadOnly,
-		Theme:      render.NewTheme(f.IO.ColorOut()),
-		Checkpoint: o.Checkpoint,
-		ListStreams: func(ctx context.Context) ([]string, error) {
-			refs, err := listStreamRefs(ctx, api, 0)
-			names := make([]string, len(refs))
-			for i, r := range refs {
-				names[i] = r.Name
-			}
-			return names, err
-		},
+		Backend:         &dashboardBackend{api: api, leases: o.Leases, table: o.KCLTable},
+		Stream:          ref,
+		ReadOnly:        o.ReadOnly,
+		Theme:           render.NewTheme(f.IO.ColorOut()),
+		Checkpoint:      o.Checkpoint,
+		LeaseOverlay:    o.KCLTable != "",
 		DescribeError:   func(err error) string { return oneLine(wordError(err, f.errCtx)) },
-		Leases:          dashboardLeases(o),
 		Now:             f.Now,
 		RefreshInterval: o.Refresh,
 		PollInterval:    o.PollInterval,
@@ -159,18 +147,4 @@ func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstrea
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted")}
 	}
 	return err
-}
-
-// dashboardLeases reads the --kcl-table overlay at every listing.
-func dashboardLeases(o *DashboardOptions) func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
-	if o.KCLTable == "" {
-		return nil
-	}
-	return func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
-		d, _, err := diagnoseLeases(ctx, o.Leases, o.KCLTable, g, sum)
-		if err != nil {
-			return nil, err
-		}
-		return leaseMarks(d), nil
-	}
 }

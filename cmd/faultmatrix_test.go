@@ -730,7 +730,7 @@ func newFMDash(t *testing.T, e *emulator.Emulator, endpoint, stream string) *fmD
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	m := dashboard.New(dashboard.Options{
-		API:             api,
+		Backend:         &dashboardBackend{api: api},
 		Stream:          kstream.Ref{Name: stream},
 		Theme:           render.NewTheme(false),
 		NoReader:        true,

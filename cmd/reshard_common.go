@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -295,86 +294,22 @@ type lostStep struct {
 	note string
 }
 
-// checkLostStep waits for the stream to be ACTIVE, lists it and compares
-// the open shards with the planned layout after the failed step. When they
-// match, it records the step as done in res (with the new layout) and says
-// so; otherwise res is left alone.
+// checkLostStep waits for the stream to be ACTIVE, lists it and asks
+// reshard.TookEffect whether the failed step shows done in the listing.
+// When it does, the step is recorded as done in res (with the new layout)
+// and the note says so; otherwise res is left alone.
 func checkLostStep(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, plan *reshard.Plan, res *reshard.Result, se *reshard.StepError, opts *ReshardOptions) *lostStep {
-	i := se.Step - 1
-	if i < 0 || i >= len(plan.Steps) || len(res.Done) != i {
-		return nil
-	}
-	before, err1 := plan.LayoutAfter(i - 1)
-	want, err2 := plan.LayoutAfter(i)
-	if err1 != nil || err2 != nil {
-		return nil
-	}
 	lctx, cancel := context.WithTimeout(ctx, min(opts.Wait, time.Minute))
 	defer cancel()
 	if _, err := kstream.WaitActive(lctx, api, ref, kstream.WaitOptions{Timeout: min(opts.Wait, time.Minute), MinDelay: opts.PollMin, MaxDelay: opts.PollMax}); err != nil {
 		return nil
 	}
 	g, err := lineage.Load(lctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
-	if err != nil {
+	if err != nil || !reshard.TookEffect(plan, res, se, g) {
 		return nil
 	}
-	now := reshard.LayoutOf(g)
-	st := plan.Steps[i]
-	if !sameRanges(now, want) && !(st.Call == reshard.UpdateShardCount && len(now) == st.Args.TargetShardCount && !sameRanges(now, before) &&
-		lineage.CheckCoverage(slotRanges(now)) == nil) {
-		return nil
-	}
-	d := reshard.DoneStep{Step: se.Step, Call: st.Call, Args: st.Args}
-	d.Closed, d.Opened = diffSlots(before, now, g)
-	res.Done = append(res.Done, d)
-	res.Graph, res.Layout = g, now
 	return &lostStep{step: se.Step, note: fmt.Sprintf("step %d of %d (%s) took effect, although the tool got no answer to it (its last attempt: %s): the listing shows the new shards",
 		se.Step, se.Total, se.Desc, oneLine(wordError(se.Err, f.errCtx)))}
-}
-
-func slotRanges(l []reshard.Slot) []lineage.HashRange {
-	out := make([]lineage.HashRange, len(l))
-	for i, s := range l {
-		out[i] = s.Range
-	}
-	return out
-}
-
-func sameRanges(a, b []reshard.Slot) bool {
-	return slices.Equal(slotRanges(a), slotRanges(b))
-}
-
-// diffSlots names the shards a step closed and opened: the ranges of before
-// no longer open (a shard the plan made has no id there: the graph's
-// closed shard of that range names it), and the open ranges that are new.
-func diffSlots(before, now []reshard.Slot, g *lineage.Graph) (closed, opened []string) {
-	open := map[lineage.HashRange]bool{}
-	for _, s := range now {
-		open[s.Range] = true
-	}
-	was := map[lineage.HashRange]bool{}
-	closed, opened = []string{}, []string{}
-	for _, s := range before {
-		was[s.Range] = true
-		if open[s.Range] {
-			continue
-		}
-		id := s.ID
-		for _, sh := range g.Shards() {
-			if id == "" && !sh.IsOpen() && !sh.IsTrimmed() && sh.Range == s.Range {
-				id = sh.ID
-			}
-		}
-		if id != "" {
-			closed = append(closed, id)
-		}
-	}
-	for _, s := range now {
-		if !was[s.Range] {
-			opened = append(opened, s.ID)
-		}
-	}
-	return closed, opened
 }
 
 func reshardCount(n int, what string) string {

@@ -25,6 +25,7 @@ var enumFlagValues = map[string]map[string][]completions.Value{
 	},
 	"format": {
 		"tail": recordFormats,
+		"put":  {val("lines", "each line is a record (the default)"), val("json", "tail -o json lines, each record with its keys")},
 	},
 	"method": {
 		"scale": {val("update-shard-count", "one UpdateShardCount call"), val("splits", "a sequence of splits and merges")},

@@ -34,7 +34,12 @@ func previewUpdate() bool {
 // previewGolden compares got with testdata/preview/name.
 func previewGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "preview", name)
+	golden(t, filepath.Join("testdata", "preview", name), got)
+}
+
+// golden compares got with the file at path, or rewrites it with -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
 	if previewUpdate() {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)

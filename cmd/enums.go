@@ -11,8 +11,9 @@ import (
 
 // enumFlagValues is the one declaration of the enum flags: which values
 // -o/--output, --format and --method take on which command. Validation
-// (outputFormat, recordFormat, scaleMethod), completion and the help of
-// --format and --method are made from it; the test of every command's
+// (outputFormat, recordFormat, the checks of scale --method and put
+// --format), completion and the help of --format and --method are made
+// from it; the test of every command's
 // help checks that its text names each -o value. The outer key is the
 // flag's name, the inner one the command's name; "" is the value list for
 // commands not named (streams, create). The default value comes first.
@@ -28,6 +29,7 @@ var enumFlagValues = map[string]map[string][]completions.Value{
 	},
 	"format": {
 		"tail": recordFormats,
+		"put":  {val("lines", "each line a record"), val("json", "tail -o json lines, each with its keys")},
 	},
 	"method": {
 		"scale": {val("update-shard-count", "one UpdateShardCount call"), val("splits", "SplitShard and MergeShards calls")},
@@ -94,11 +96,11 @@ func recordFormatUsage() string {
 	return "record format: " + text.OrList(names) + " (default: text on a terminal, else json)"
 }
 
-// methodUsage is the help of scale's --method: each value and what it
-// sends.
-func methodUsage() string {
+// enumUsage is the help of an enum flag: each value and what it means,
+// "a (…) or b (…)" (scale --method, put --format).
+func enumUsage(flag, command string) string {
 	var parts []string
-	for _, v := range enumFlagValues["method"]["scale"] {
+	for _, v := range enumFlagValues[flag][command] {
 		parts = append(parts, v.Name+" ("+v.Description+")")
 	}
 	return text.OrList(parts)

@@ -199,6 +199,13 @@ func TestFlagUsageErrors(t *testing.T) {
 		{args: []string{"put", "orders", "--key-field", ""}, msg: "--key-field needs a field name"},
 		{args: []string{"put", "orders", "--key", "a", "--key-field", "b"}, msg: "--key and --key-field do not go together"},
 		{args: []string{"put", "orders", "--retries", "-1"}, msg: "--retries must not be negative"},
+		{args: []string{"put", "orders", "--format", "yaml"}, msg: `unknown --format "yaml": use lines or json`},
+		{args: []string{"put", "orders", "--format", "json", "--key", "k"}, msg: "--key does not go with --format json: each record brings its own partitionKey"},
+		{args: []string{"put", "orders", "--format", "json", "--key-field", "user"}, msg: "--key-field does not go with --format json"},
+		{args: []string{"put", "orders", "--rate", "-1"}, msg: "--rate must be a positive number of records per second"},
+		{args: []string{"put", "orders", "--rate", "0"}, msg: "--rate must be a positive number of records per second (leave it out for no cap)"},
+		{args: []string{"put", "orders", "--rate-bytes", "0"}, msg: "--rate-bytes: it must be at least 1 byte per second"},
+		{args: []string{"put", "orders", "--rate-bytes", "3parsec"}, msg: `--rate-bytes: unknown unit "parsec"`},
 
 		// create.
 		{args: []string{"create", "orders"}, msg: "say how many shards with --shards N (N ≥ 1), or pass --on-demand"},
@@ -358,7 +365,13 @@ func TestFlagOptions(t *testing.T) {
 		}},
 		{[]string{"put", "orders"}, false, func(t *testing.T, o any) {
 			p := as[*PutOptions](t, o)
-			if p.Output != "text" || p.Key != "" || p.KeyField != "" || p.Retries != 8 || p.Linger != 50*time.Millisecond || p.Backoff != 100*time.Millisecond {
+			if p.Output != "text" || p.Key != "" || p.KeyField != "" || p.Retries != 8 || p.Linger != 50*time.Millisecond || p.Backoff != 100*time.Millisecond ||
+				p.Format != "lines" || p.Rate != 0 || p.RateBytes != 0 {
+				t.Errorf("%+v", p)
+			}
+		}},
+		{[]string{"put", "orders", "--format", "json", "--rate", "500", "--rate-bytes", "1MiB"}, false, func(t *testing.T, o any) {
+			if p := as[*PutOptions](t, o); p.Format != "json" || p.Rate != 500 || p.RateBytes != 1<<20 {
 				t.Errorf("%+v", p)
 			}
 		}},
@@ -483,6 +496,23 @@ func TestEnumFlagsDeclaredOnce(t *testing.T) {
 				}
 				if !strings.Contains(c.Flag("format").Usage, v) {
 					t.Errorf("the help of --format does not name %s: %q", v, c.Flag("format").Usage)
+				}
+			}
+		}
+		if name == "put" {
+			formats := enumNames("format", "put")
+			if want := []string{putFormatLines, putFormatJSON}; !slices.Equal(formats, want) {
+				t.Errorf("put --format values %q, the formats put reads %q", formats, want)
+			}
+			if fl := c.Flag("format"); fl.DefValue != formats[0] {
+				t.Errorf("put --format defaults to %q, the declaration to %q", fl.DefValue, formats[0])
+			}
+			for _, v := range formats {
+				if r := parseFlags(t, false, "put", "orders", "--format", v); r.code != exitOK {
+					t.Errorf("put --format %s: exit %d, %s", v, r.code, r.stderr)
+				}
+				if !strings.Contains(c.Flag("format").Usage, v) {
+					t.Errorf("the help of put --format does not name %s", v)
 				}
 			}
 		}

@@ -55,6 +55,14 @@ type PutOptions struct {
 	// Backoff is the first retry delay (doubling, capped at 5 s).
 	Backoff time.Duration
 	Rand    *rand.Rand
+	// Format is how stdin is read: lines, or json (tail -o json lines).
+	Format string
+	// Rate and RateBytes cap records and bytes per second (0: no cap).
+	Rate          float64
+	RateBytesText string
+	RateBytes     int64
+
+	clock putClock // nil: the real one
 }
 
 func newPutCmd(f *Factory, runF func(*PutOptions) error) *cobra.Command {
@@ -70,16 +78,28 @@ Only the failed entries of a partial failure are retried, with backoff. A
 batch never holds two records of the same key, so a retry can never put a
 key's records out of order; the price is one record per call when every
 line has the same key. A summary (records, bytes, retries, failures) goes
-to stderr, or to stdout as JSON with -o json.`,
+to stderr, or to stdout as JSON with -o json.
+
+--format json reads the lines of tail --format json and writes each record
+again: its payload (base64-decoded when tail encoded it), its own
+partitionKey and explicitHashKey, each key's records in their order. A line
+that is not such a record stops the run with its line number.
+
+--rate and --rate-bytes cap the records and bytes (data + partition key)
+sent per second, so a replay does not throttle the stream it writes to.`,
 		Example: `  seq 1 1000 | kinesis-shards put orders
   echo '{"user":"alice","n":1}' | kinesis-shards put orders --key-field user
-  tail -f app.log | kinesis-shards put logs --key "$(hostname)"`,
+  tail -f app.log | kinesis-shards put logs --key "$(hostname)"
+  kinesis-shards tail orders -o json --idle-exit 5s --no-checkpoint | kinesis-shards put orders-copy --format json --rate 500`,
 		Args: exactArgs(1, "STREAM"),
 		RunE: runE(f, opts, runF),
 	}
 	c.Flags().StringVar(&opts.Key, "key", "", "partition key of every record")
 	c.Flags().StringVar(&opts.KeyField, "key-field", "", "take the partition key from this field of each JSON line (dotted path)")
 	c.Flags().IntVar(&opts.Retries, "retries", opts.Retries, "retries of failed entries before giving up")
+	c.Flags().StringVar(&opts.Format, "format", enumNames("format", "put")[0], "stdin format: "+enumUsage("format", "put"))
+	c.Flags().Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (retries included; default: no cap)")
+	c.Flags().StringVar(&opts.RateBytesText, "rate-bytes", "", "send at most this many bytes per second, data + partition key (1MiB, 500kB; default: no cap)")
 	return c
 }
 
@@ -103,6 +123,9 @@ func (o *PutOptions) validate() (err error) {
 	}
 	if o.Retries < 0 {
 		return usageErrorf("--retries must not be negative")
+	}
+	if err := validatePutInput(o, func(flag string) bool { return o.given[flag] }); err != nil {
+		return err
 	}
 	if o.Output, err = outputFormat("put", o.Output); err != nil {
 		return err
@@ -129,6 +152,11 @@ type putStats struct {
 	Skipped int            `json:"skippedEmptyLines"`
 	Seconds float64        `json:"seconds"`
 	Shards  map[string]int `json:"shards"`
+	// The achieved rates, and the caps of --rate and --rate-bytes.
+	RecordsPerSecond    float64 `json:"recordsPerSecond"`
+	BytesPerSecond      float64 `json:"bytesPerSecond"`
+	MaxRecordsPerSecond float64 `json:"maxRecordsPerSecond,omitempty"`
+	MaxBytesPerSecond   int64   `json:"maxBytesPerSecond,omitempty"`
 
 	// maybeTwice counts records whose call was sent again by the SDK after
 	// an attempt that got no answer: they may be stored twice.
@@ -138,6 +166,7 @@ type putStats struct {
 type putEntry struct {
 	line int
 	key  string
+	ehk  string // explicit hash key, "" for none
 	data []byte
 }
 
@@ -158,11 +187,15 @@ func runPut(ctx context.Context, f *Factory, api putAPI, ref kstream.Ref, opts *
 	if opts.Rand == nil {
 		opts.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
+	if opts.clock == nil {
+		opts.clock = realClock{}
+	}
 	p := &putter{f: f, api: api, ref: ref, opts: opts, maxRecord: sum.MaxRecordBytes,
-		stats: putStats{Stream: sum.Name, Shards: map[string]int{}}}
-	start := time.Now()
+		stats: putStats{Stream: sum.Name, Shards: map[string]int{}}, limit: newPutLimiter(opts.Rate, opts.RateBytes, opts.clock)}
+	start := opts.clock.Now()
 	err = p.run(ctx)
-	p.stats.Seconds = time.Since(start).Seconds()
+	p.stats.Seconds = opts.clock.Now().Sub(start).Seconds()
+	p.stats.setRates(opts)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		// One line on stderr: what failed, and what was written before it
 		// (the summary line or the duplicates warning would be a second;
@@ -195,6 +228,9 @@ type putter struct {
 	opts      *PutOptions
 	maxRecord int
 	stats     putStats
+	limit     *putLimiter
+	// warnedUnpacked: the warning about records tail had unpacked was given.
+	warnedUnpacked bool
 }
 
 func (p *putter) run(ctx context.Context) error {
@@ -208,6 +244,7 @@ func (p *putter) run(ctx context.Context) error {
 		size  int
 		keys  = map[string]struct{}{}
 	)
+	maxRecords, maxBytes := p.limit.batchLimits()
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -241,28 +278,28 @@ func (p *putter) run(ctx context.Context) error {
 				p.stats.Skipped++
 				continue
 			}
-			key, err := p.keyFor(l)
+			e, err := p.entryFor(l)
 			if err != nil {
 				if ferr := flush(); ferr != nil {
 					return ferr
 				}
 				return err
 			}
-			n := len(l.data) + len(key)
+			n := len(e.data) + len(e.key)
 			if n > p.maxRecord {
 				if ferr := flush(); ferr != nil {
 					return ferr
 				}
 				return fmt.Errorf("line %d: a record of %d bytes (data + partition key) is larger than the stream's limit of %d bytes", l.n, n, p.maxRecord)
 			}
-			_, dup := keys[key]
-			if dup || len(batch) == maxBatchRecords || size+n > maxBatchBytes {
+			_, dup := keys[e.key]
+			if dup || len(batch) == maxRecords || size+n > maxBytes {
 				if err := flush(); err != nil {
 					return err
 				}
 			}
-			batch = append(batch, putEntry{line: l.n, key: key, data: l.data})
-			keys[key] = struct{}{}
+			batch = append(batch, e)
+			keys[e.key] = struct{}{}
 			size += n
 			linger.Reset(p.opts.Linger)
 		}
@@ -376,8 +413,16 @@ func (p *putter) send(ctx context.Context, batch []putEntry) error {
 	for attempt := 0; ; attempt++ {
 		in := &kinesis.PutRecordsInput{StreamName: p.ref.NameInput(), StreamARN: p.ref.ARNInput(),
 			Records: make([]types.PutRecordsRequestEntry, len(pending))}
+		size := 0
 		for i, e := range pending {
 			in.Records[i] = types.PutRecordsRequestEntry{Data: e.data, PartitionKey: aws.String(e.key)}
+			if e.ehk != "" {
+				in.Records[i].ExplicitHashKey = aws.String(e.ehk)
+			}
+			size += len(e.data) + len(e.key)
+		}
+		if err := p.limit.wait(ctx, len(pending), size); err != nil {
+			return err
 		}
 		p.stats.Calls++
 		out, err := p.api.PutRecords(ctx, in)
@@ -496,6 +541,7 @@ func (p *putter) report() {
 	if s.Skipped > 0 {
 		msg += fmt.Sprintf(", %d empty lines skipped", s.Skipped)
 	}
+	msg += s.rateNote()
 	if len(s.Shards) > 0 {
 		ids := make([]string, 0, len(s.Shards))
 		for id := range s.Shards {

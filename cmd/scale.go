@@ -57,7 +57,7 @@ document).`,
 		RunE: runE(f, opts, runF),
 	}
 	c.Flags().IntVar(&opts.To, "to", 0, "the number of open shards to reach (1 to 10000)")
-	c.Flags().StringVar(&opts.Method, "method", opts.Method, methodUsage())
+	c.Flags().StringVar(&opts.Method, "method", opts.Method, enumUsage("method", "scale"))
 	c.Flags().BoolVar(&opts.Even, "even", false, "with --method splits: even out the ranges also when the stream already has N open shards")
 	addReshardFlags(c, &opts.ReshardOptions, "sample up to N recent records of each open shard to show traffic shares")
 	return c

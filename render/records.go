@@ -115,15 +115,7 @@ func AppendRecordJSON(b []byte, r *tail.Record) []byte {
 }
 
 func appendRecordJSON(b []byte, r *tail.Record, times *timeCache) []byte {
-	b = append(b, `{"shardId":`...)
-	b = appendJSONString(b, r.ShardID)
-	b = append(b, `,"sequenceNumber":"`...)
-	b = append(b, r.SequenceNumber...)
-	b = append(b, '"')
-	if r.Aggregated {
-		b = append(b, `,"subSequenceNumber":`...)
-		b = strconv.AppendInt(b, r.SubSequence, 10)
-	}
+	b = appendJSONHead(b, r)
 	b = append(b, `,"partitionKey":`...)
 	b = appendJSONString(b, r.PartitionKey)
 	if r.ExplicitHashKey != "" {
@@ -150,6 +142,22 @@ func appendRecordJSON(b []byte, r *tail.Record, times *timeCache) []byte {
 		b = append(b, `,"outsideShard":true`...)
 	}
 	return append(b, "}\n"...)
+}
+
+// appendJSONHead opens a line with where the record is: {"shardId",
+// "sequenceNumber","subSequenceNumber"? (a KPL user record). The lines of
+// records and of log events (--cwlogs) start alike.
+func appendJSONHead(b []byte, r *tail.Record) []byte {
+	b = append(b, `{"shardId":`...)
+	b = appendJSONString(b, r.ShardID)
+	b = append(b, `,"sequenceNumber":"`...)
+	b = append(b, r.SequenceNumber...)
+	b = append(b, '"')
+	if r.Aggregated {
+		b = append(b, `,"subSequenceNumber":`...)
+		b = strconv.AppendInt(b, r.SubSequence, 10)
+	}
+	return b
 }
 
 // arrivalLayout is the arrivalTime format: UTC, milliseconds.

@@ -343,18 +343,7 @@ func TestBadInput(t *testing.T) {
 					t.Skip(tc.skip)
 				}
 				res, calls := biRun(t, e, tc)
-				if res.code != tc.code {
-					t.Errorf("exit %d, want %d", res.code, tc.code)
-				}
-				if res.stdout != "" {
-					t.Errorf("stdout is not empty: %q", res.stdout)
-				}
-				if !strings.HasPrefix(res.stderr, "error: ") || strings.Count(res.stderr, "\n") != 1 || !strings.HasSuffix(res.stderr, "\n") {
-					t.Errorf("stderr is not one \"error: \" line: %q", res.stderr)
-				}
-				if !strings.Contains(res.stderr, tc.msg) {
-					t.Errorf("stderr %q does not say %q", res.stderr, tc.msg)
-				}
+				checkFailure(t, res, tc.code, tc.msg)
 				for _, bad := range []string{"panic", "goroutine "} {
 					if strings.Contains(res.stderr+res.stdout, bad) {
 						t.Errorf("output holds %q", bad)

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/render"
 )
 
@@ -44,7 +45,7 @@ var _ putAPI = (*kinesis.Client)(nil)
 
 // PutOptions are the inputs of `put`.
 type PutOptions struct {
-	Stream   string
+	base
 	Key      string
 	KeyField string
 	Retries  int
@@ -64,7 +65,7 @@ type PutOptions struct {
 	clock putClock // nil: the real one
 }
 
-func newPutCmd(f *Factory) *cobra.Command {
+func newPutCmd(f *Factory, runF func(*PutOptions) error) *cobra.Command {
 	opts := &PutOptions{Retries: 8, Linger: 50 * time.Millisecond, Backoff: 100 * time.Millisecond}
 	c := &cobra.Command{
 		Use:   "put STREAM",
@@ -91,44 +92,53 @@ sent per second, so a replay does not throttle the stream it writes to.`,
   tail -f app.log | kinesis-shards put logs --key "$(hostname)"
   kinesis-shards tail orders -o json --idle-exit 5s --no-checkpoint | kinesis-shards put orders-copy --format json --rate 500`,
 		Args: exactArgs(1, "STREAM"),
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			opts.Stream = args[0]
-			if opts.Key != "" && opts.KeyField != "" {
-				return usageErrorf("--key and --key-field do not go together")
-			}
-			if c.Flags().Changed("key") {
-				if err := checkPartitionKey(opts.Key); err != nil {
-					return usageErrorf("--key: %v", err)
-				}
-			}
-			if c.Flags().Changed("key-field") && opts.KeyField == "" {
-				return usageErrorf("--key-field needs a field name")
-			}
-			if opts.Retries < 0 {
-				return usageErrorf("--retries must not be negative")
-			}
-			if err := validatePutInput(opts, c.Flags().Changed); err != nil {
-				return err
-			}
-			out, err := f.outputFormat("text", "json")
-			if err != nil {
-				return err
-			}
-			opts.Output = out
-			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
-			if err != nil {
-				return err
-			}
-			return runPut(c.Context(), f, client, ref, opts)
-		}),
+		RunE: runE(f, opts, runF),
 	}
 	c.Flags().StringVar(&opts.Key, "key", "", "partition key of every record")
 	c.Flags().StringVar(&opts.KeyField, "key-field", "", "take the partition key from this field of each JSON line (dotted path)")
 	c.Flags().IntVar(&opts.Retries, "retries", opts.Retries, "retries of failed entries before giving up")
-	c.Flags().StringVar(&opts.Format, "format", putFormatLines, "stdin format: lines (each line a record) or json (tail -o json lines, each with its keys)")
+	c.Flags().StringVar(&opts.Format, "format", enumNames("format", "put")[0], "stdin format: "+enumUsage("format", "put"))
 	c.Flags().Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (retries included; default: no cap)")
 	c.Flags().StringVar(&opts.RateBytesText, "rate-bytes", "", "send at most this many bytes per second, data + partition key (1MiB, 500kB; default: no cap)")
 	return c
+}
+
+func (o *PutOptions) complete(f *Factory, c *cobra.Command, args []string) error {
+	o.completeBase(f, c, args[0])
+	o.Output = f.Global.Output
+	return nil
+}
+
+func (o *PutOptions) validate() (err error) {
+	if o.Key != "" && o.KeyField != "" {
+		return usageErrorf("--key and --key-field do not go together")
+	}
+	if o.given["key"] {
+		if err := checkPartitionKey(o.Key); err != nil {
+			return usageErrorf("--key: %v", err)
+		}
+	}
+	if o.given["key-field"] && o.KeyField == "" {
+		return usageErrorf("--key-field needs a field name")
+	}
+	if o.Retries < 0 {
+		return usageErrorf("--retries must not be negative")
+	}
+	if err := validatePutInput(o, func(flag string) bool { return o.given[flag] }); err != nil {
+		return err
+	}
+	if o.Output, err = outputFormat("put", o.Output); err != nil {
+		return err
+	}
+	return o.validateBase()
+}
+
+func (o *PutOptions) run(ctx context.Context, f *Factory) error {
+	client, err := f.KinesisFor(ctx, o.Ref)
+	if err != nil {
+		return err
+	}
+	return runPut(ctx, f, client, o.Ref, o)
 }
 
 // putStats is the summary; its JSON names are documented.
@@ -194,11 +204,11 @@ func runPut(ctx context.Context, f *Factory, api putAPI, ref kstream.Ref, opts *
 			render.JSON(p.f.IO.Out, p.stats)
 		}
 		s := p.stats
-		done := fmt.Sprintf("%s written before it", recordCount(s.Records))
+		done := fmt.Sprintf("%s written before it", text.Plural(s.Records, "record"))
 		var lost *outcomeUnknownError
 		switch {
 		case errors.As(err, &lost):
-			done = fmt.Sprintf("%s confirmed written before it", recordCount(s.Records))
+			done = fmt.Sprintf("%s confirmed written before it", text.Plural(s.Records, "record"))
 		case s.Records == 0:
 			done = "nothing was written"
 		}
@@ -425,7 +435,7 @@ func (p *putter) send(ctx context.Context, batch []putEntry) error {
 			// No answer (or a 5xx): the service may have written the
 			// batch, once or, through the SDK's retries, more than once.
 			return &outcomeUnknownError{err: err, note: fmt.Sprintf("the %s of that PutRecords call (%s) may have been written, possibly more than once: its answer was lost, so the summary does not count them",
-				recordCount(len(pending)), lineSpan(pending))}
+				text.Plural(len(pending), "record"), lineSpan(pending))}
 		case err != nil:
 			return err
 		default:
@@ -485,13 +495,6 @@ func lostAttempts(md middleware.Metadata) int {
 	return n
 }
 
-func recordCount(n int) string {
-	if n == 1 {
-		return "1 record"
-	}
-	return fmt.Sprintf("%d records", n)
-}
-
 // lineSpan names the input lines of a batch: "line 7" or "lines 3 to 9".
 func lineSpan(b []putEntry) string {
 	lo, hi := b[0].line, b[0].line
@@ -522,13 +525,13 @@ func jitter(r *rand.Rand, d time.Duration) time.Duration {
 func (p *putter) report() {
 	s := p.stats
 	if s.maybeTwice > 0 {
-		fmt.Fprintf(p.f.IO.ErrOut, "warning: %s may be stored twice: the answer to a PutRecords call was lost and the SDK sent the call again\n", recordCount(s.maybeTwice))
+		fmt.Fprintf(p.f.IO.ErrOut, "warning: %s may be stored twice: the answer to a PutRecords call was lost and the SDK sent the call again\n", text.Plural(s.maybeTwice, "record"))
 	}
 	if p.opts.Output == "json" {
 		render.JSON(p.f.IO.Out, s)
 		return
 	}
-	msg := fmt.Sprintf("put %d records (%s) to %s in %s with %d calls", s.Records, humanBytes(s.Bytes), s.Stream, formatDuration(time.Duration(s.Seconds*float64(time.Second))), s.Calls)
+	msg := fmt.Sprintf("put %d records (%s) to %s in %s with %d calls", s.Records, text.Bytes(float64(s.Bytes)), s.Stream, formatDuration(time.Duration(s.Seconds*float64(time.Second))), s.Calls)
 	if s.Retried > 0 {
 		msg += fmt.Sprintf(", %d retried", s.Retried)
 	}
@@ -552,16 +555,4 @@ func (p *putter) report() {
 		msg += " [" + strings.Join(parts, " ") + "]"
 	}
 	fmt.Fprintln(p.f.IO.ErrOut, msg)
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 }

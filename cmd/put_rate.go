@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 )
 
 // putClock is the time put paces itself by; tests give a fake one.
@@ -135,7 +136,7 @@ func (s *putStats) rateNote() string {
 		caps = append(caps, strconv.FormatFloat(s.MaxRecordsPerSecond, 'f', -1, 64)+" records/s")
 	}
 	if s.MaxBytesPerSecond > 0 {
-		caps = append(caps, humanBytes(s.MaxBytesPerSecond)+"/s")
+		caps = append(caps, text.Bytes(float64(s.MaxBytesPerSecond))+"/s")
 	}
-	return fmt.Sprintf(", at %.1f records/s and %s/s (cap %s)", s.RecordsPerSecond, humanBytes(int64(s.BytesPerSecond)), strings.Join(caps, ", "))
+	return fmt.Sprintf(", at %.1f records/s and %s/s (cap %s)", s.RecordsPerSecond, text.Bytes(float64(int64(s.BytesPerSecond))), strings.Join(caps, ", "))
 }

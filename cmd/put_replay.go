@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
@@ -31,7 +32,7 @@ func validatePutInput(o *PutOptions, changed func(name string) bool) error {
 			}
 		}
 	default:
-		return usageErrorf("unknown --format %q: use lines or json", o.Format)
+		return usageErrorf("unknown --format %q: use %s", o.Format, text.OrList(enumNames("format", "put")))
 	}
 	if o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) {
 		return usageErrorf("--rate must be a positive number of records per second")

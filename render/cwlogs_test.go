@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/golden"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
 
@@ -56,7 +57,7 @@ func TestLogEventGolden(t *testing.T) {
 			for i := range recs {
 				b = AppendLogEvent(b, f.format, NewTheme(f.color), time.UTC, &recs[i], &evs[i])
 			}
-			golden(t, filepath.Join("testdata", "cwlogs", f.file), b)
+			golden.Check(t, filepath.Join("testdata", "cwlogs", f.file), b)
 			// On a terminal, no control character of the event gets through.
 			if f.format == RecordText && (strings.ContainsAny(string(b), "\x07\r") || strings.Contains(string(b), "\x1b[2J") || (!f.color && strings.Contains(string(b), "\x1b"))) {
 				t.Fatalf("a control character of the log event reached the terminal: %q", b)

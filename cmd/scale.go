@@ -1,15 +1,18 @@
 package cmd
 
 import (
+	"context"
+	"slices"
+
 	"github.com/spf13/cobra"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
 )
 
 // ScaleOptions are the inputs of `scale`.
 type ScaleOptions struct {
 	ReshardOptions
-	Stream   string
 	To       int
 	Method   string
 	Even     bool
@@ -17,8 +20,8 @@ type ScaleOptions struct {
 	By       string
 }
 
-func newScaleCmd(f *Factory) *cobra.Command {
-	opts := &ScaleOptions{Method: string(reshard.MethodUpdateShardCount), By: string(reshard.ByBytes)}
+func newScaleCmd(f *Factory, runF func(*ScaleOptions) error) *cobra.Command {
+	opts := &ScaleOptions{Method: enumNames("method", "scale")[0], By: enumNames("by", "scale")[0]}
 	c := &cobra.Command{
 		Use:   "scale STREAM --to N",
 		Short: "Reach N open shards in the even layout (or balanced by traffic), after a preview",
@@ -64,68 +67,67 @@ document).`,
   kinesis-shards scale orders --to 6 --balanced --dry-run
   kinesis-shards scale orders --to 6 --balanced --by records --sample 5000`,
 		Args: exactArgs(1, "STREAM"),
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			opts.Stream = args[0]
-			if !c.Flags().Changed("to") {
-				return usageErrorf("say how many open shards with --to N")
-			}
-			if opts.To < 1 || opts.To > reshard.MaxShards {
-				return usageErrorf("--to %d is not a shard count a stream can have: it must be from 1 to %d", opts.To, reshard.MaxShards)
-			}
-			method := reshard.Method(opts.Method)
-			if method != reshard.MethodUpdateShardCount && method != reshard.MethodSplits {
-				return usageErrorf("--method %q is not known: use update-shard-count or splits", opts.Method)
-			}
-			if err := opts.checkBalanced(c); err != nil {
-				return err
-			}
-			if opts.Balanced {
-				method = reshard.MethodSplits
-			}
-			if opts.Even && method != reshard.MethodSplits {
-				return usageErrorf("--even goes with --method splits: UpdateShardCount cannot even out a stream that already has the count")
-			}
-			if err := opts.validate(f); err != nil {
-				return err
-			}
-			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
-			if err != nil {
-				return err
-			}
-			goal := reshard.ScaleGoal{Target: opts.To, Method: method, Even: opts.Even, Balanced: opts.Balanced, By: reshard.Measure(opts.By)}
-			return runReshard(c.Context(), f, client, ref, goal, &opts.ReshardOptions)
-		}),
+		RunE: runE(f, opts, runF),
 	}
 	c.Flags().IntVar(&opts.To, "to", 0, "the number of open shards to reach (1 to 10000)")
-	c.Flags().StringVar(&opts.Method, "method", opts.Method, "update-shard-count (one UpdateShardCount call) or splits (SplitShard and MergeShards calls)")
+	c.Flags().StringVar(&opts.Method, "method", opts.Method, enumUsage("method", "scale"))
 	c.Flags().BoolVar(&opts.Even, "even", false, "with --method splits: even out the ranges also when the stream already has N open shards")
 	c.Flags().BoolVar(&opts.Balanced, "balanced", false, "place the boundaries at the quantiles of sampled traffic (SplitShard and MergeShards calls)")
-	c.Flags().StringVar(&opts.By, "by", opts.By, "what traffic shares count, with --balanced or --sample: bytes or records")
+	c.Flags().StringVar(&opts.By, "by", opts.By, "what traffic shares count, with --balanced or --sample: "+enumUsage("by", "scale"))
 	addReshardFlags(c, &opts.ReshardOptions, "sample up to N recent records of each open shard to show traffic shares (default 1000 with --balanced)")
 	return c
 }
 
-// checkBalanced checks --balanced and --by before anything is sent.
-func (o *ScaleOptions) checkBalanced(c *cobra.Command) error {
-	if by := reshard.Measure(o.By); by != reshard.ByBytes && by != reshard.ByRecords {
-		return usageErrorf("--by %q is not known: use bytes or records", o.By)
+func (o *ScaleOptions) complete(f *Factory, c *cobra.Command, args []string) error {
+	o.completeReshard(f, c, args[0])
+	return nil
+}
+
+func (o *ScaleOptions) validate() error {
+	if !o.given["to"] {
+		return usageErrorf("say how many open shards with --to N")
 	}
-	sampleSet := c.Flags().Changed("sample")
-	if c.Flags().Changed("by") && !o.Balanced && !sampleSet {
+	if o.To < 1 || o.To > reshard.MaxShards {
+		return usageErrorf("--to %d is not a shard count a stream can have: it must be from 1 to %d", o.To, reshard.MaxShards)
+	}
+	if methods := enumNames("method", "scale"); !slices.Contains(methods, o.Method) {
+		return usageErrorf("--method %q is not known: use %s", o.Method, text.OrList(methods))
+	}
+	if err := o.validateBalanced(); err != nil {
+		return err
+	}
+	if o.Even && reshard.Method(o.Method) != reshard.MethodSplits {
+		return usageErrorf("--even goes with --method splits: UpdateShardCount cannot even out a stream that already has the count")
+	}
+	return o.validateReshard()
+}
+
+// validateBalanced checks --balanced and --by; --balanced implies --method
+// splits, the only method that places boundaries.
+func (o *ScaleOptions) validateBalanced() error {
+	if bys := enumNames("by", "scale"); !slices.Contains(bys, o.By) {
+		return usageErrorf("--by %q is not known: use %s", o.By, text.OrList(bys))
+	}
+	if o.given["by"] && !o.Balanced && !o.given["sample"] {
 		return usageErrorf("--by says what traffic shares count: it goes with --balanced or --sample")
 	}
 	if !o.Balanced {
 		return nil
 	}
 	switch {
-	case c.Flags().Changed("method") && reshard.Method(o.Method) != reshard.MethodSplits:
+	case o.given["method"] && reshard.Method(o.Method) != reshard.MethodSplits:
 		return usageErrorf("--balanced places each boundary itself, with SplitShard and MergeShards calls: it does not go with --method %s", o.Method)
 	case o.Even:
 		return usageErrorf("--balanced and --even do not go together: balance the traffic or the key space")
-	case !sampleSet:
+	case !o.given["sample"]:
 		o.Sample = reshard.DefaultSampleSize
 	case o.Sample < 1:
 		return usageErrorf("--balanced needs a sample: --sample must be at least 1, not %d", o.Sample)
 	}
+	o.Method = string(reshard.MethodSplits)
 	return nil
+}
+
+func (o *ScaleOptions) run(ctx context.Context, f *Factory) error {
+	return o.runReshardGoal(ctx, f, reshard.ScaleGoal{Target: o.To, Method: reshard.Method(o.Method), Even: o.Even, Balanced: o.Balanced, By: reshard.Measure(o.By)})
 }

@@ -16,4 +16,6 @@
 //   - faults: a seeded fault injector (throttling, expired iterators, 5xx,
 //     dropped or stalled connections, partial PutRecords), as an
 //     http.RoundTripper or a reverse proxy in front of an emulator.
+//
+// Beside them, kpl builds KPL aggregates as the producer library writes them.
 package kinesistest

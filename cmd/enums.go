@@ -35,7 +35,7 @@ var enumFlagValues = map[string]map[string][]completions.Value{
 		"scale": {val("update-shard-count", "one UpdateShardCount call"), val("splits", "SplitShard and MergeShards calls")},
 	},
 	"by": {
-		"scale": {val("bytes", "data and partition keys, as the write quota counts"), val("records", "records")},
+		"scale": {val("bytes", "data and partition key bytes, as the write quota counts them"), val("records", "the number of records")},
 	},
 }
 

@@ -41,12 +41,7 @@ type dashboardBackend struct {
 }
 
 func (b *dashboardBackend) ListStreams(ctx context.Context) ([]string, error) {
-	refs, err := listStreamRefs(ctx, b.api, 0)
-	names := make([]string, len(refs))
-	for i, r := range refs {
-		names[i] = r.Name
-	}
-	return names, err
+	return kstream.StreamNames(ctx, b.api, 0)
 }
 
 func (b *dashboardBackend) Describe(ctx context.Context, ref kstream.Ref) (*kstream.Summary, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
@@ -27,6 +28,7 @@ var _ reshardAPI = (*kinesis.Client)(nil)
 
 // ReshardOptions are the inputs split, merge and scale share.
 type ReshardOptions struct {
+	base
 	Yes    bool
 	DryRun bool
 	Wide   bool
@@ -36,9 +38,15 @@ type ReshardOptions struct {
 	// shares (0: none); SampleWindow how far back.
 	Sample       int
 	SampleWindow time.Duration
-	Output       string
+	// SampleMin is the fewest records a shard whose sampling ran out of
+	// time must have yielded (0: 1).
+	SampleMin int
+	Output    string
 	// PollMin/PollMax tune the ACTIVE polling (tests shorten them).
 	PollMin, PollMax time.Duration
+
+	command   string // split, merge or scale
+	canPrompt bool
 }
 
 // reshardDoc is the -o json document of split, merge and scale: the plan,
@@ -69,8 +77,14 @@ func addReshardFlags(c *cobra.Command, o *ReshardOptions, sampleHelp string) {
 	fl.DurationVar(&o.SampleWindow, "sample-window", reshard.DefaultSampleWindow, "how far back the traffic sample reads (--sample, --balanced)")
 }
 
-// validate checks the shared flags before anything is sent.
-func (o *ReshardOptions) validate(f *Factory) error {
+// completeReshard fills what the reshard commands share.
+func (o *ReshardOptions) completeReshard(f *Factory, c *cobra.Command, stream string) {
+	o.completeBase(f, c, stream)
+	o.command, o.Output, o.canPrompt = c.Name(), f.Global.Output, f.IO.CanPrompt()
+}
+
+// validateReshard checks the shared flags before anything is sent.
+func (o *ReshardOptions) validateReshard() error {
 	if o.Wait <= 0 {
 		return usageErrorf("--wait must be positive")
 	}
@@ -80,42 +94,31 @@ func (o *ReshardOptions) validate(f *Factory) error {
 	if o.SampleWindow <= 0 {
 		return usageErrorf("--sample-window must be positive")
 	}
-	out, err := f.outputFormat("table", "json")
+	out, err := outputFormat(o.command, o.Output)
 	if err != nil {
 		return err
 	}
 	o.Output = out
-	return f.requireConfirmable(o.Yes, o.DryRun)
+	if err := requireConfirmable(o.canPrompt, o.Yes, o.DryRun); err != nil {
+		return err
+	}
+	return o.validateBase()
+}
+
+// runReshardGoal builds the client and runs the goal.
+func (o *ReshardOptions) runReshardGoal(ctx context.Context, f *Factory, goal reshard.Goal) error {
+	client, err := f.KinesisFor(ctx, o.Ref)
+	if err != nil {
+		return err
+	}
+	return runReshard(ctx, f, client, o.Ref, goal, o)
 }
 
 // runReshard lists the stream, checks the goal, samples traffic if asked,
 // shows the preview (or the JSON plan), asks, runs the plan and prints the
 // new layout.
 func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, goal reshard.Goal, opts *ReshardOptions) error {
-	sum, err := kstream.Describe(ctx, api, ref)
-	if err != nil {
-		return err
-	}
-	g, err := lineage.Load(ctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
-	if err != nil {
-		return err
-	}
-	in := reshard.Input{Stream: reshard.Stream{Name: ref.Name, ARN: sum.ARN, Status: sum.Status, Mode: sum.Mode}, Graph: g}
-	if reshard.MayOpenShards(in, goal) {
-		// A plan that outgrows the account's shard quota would fail
-		// part-way; the planner refuses it up front when the quota is known.
-		in.Quota, in.QuotaErr = reshard.LoadQuota(ctx, api)
-	}
-	toSample, err := reshard.SampleShards(in, goal)
-	if err != nil {
-		return err
-	}
-	if opts.Sample > 0 {
-		if in.Sample, err = sampleReshardTraffic(ctx, f, api, ref, toSample, opts); err != nil {
-			return err
-		}
-	}
-	plan, err := reshard.NewPlan(in, goal)
+	plan, err := planReshard(ctx, f, api, ref, goal, opts)
 	if err != nil {
 		return err
 	}
@@ -153,7 +156,7 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 		return nil
 	}
 	if !opts.Yes {
-		if err := f.confirm(fmt.Sprintf("Send %s to stream %s?", reshardCount(len(plan.Steps), "call"), ref)); err != nil {
+		if err := f.confirm(fmt.Sprintf("Send %s to stream %s?", text.Plural(len(plan.Steps), "call"), ref)); err != nil {
 			return err
 		}
 	}
@@ -186,9 +189,9 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 			return err
 		}
 	} else if res.Layout != nil {
-		title := fmt.Sprintf("\nStream %s now has %s:\n", ref, reshardCount(len(res.Layout), "open shard"))
+		title := fmt.Sprintf("\nStream %s now has %s:\n", ref, text.Plural(len(res.Layout), "open shard"))
 		if runErr != nil {
-			title = fmt.Sprintf("\nStream %s has %s now:\n", ref, reshardCount(len(res.Layout), "open shard"))
+			title = fmt.Sprintf("\nStream %s has %s now:\n", ref, text.Plural(len(res.Layout), "open shard"))
 		}
 		fmt.Fprint(f.IO.Out, title)
 		if err := render.Layout(f.IO.Out, res.Layout, render.LayoutOptions{PreviewOptions: render.PreviewOptions{Theme: render.NewTheme(f.IO.ColorOut()), Wide: opts.Wide}, Before: plan.Before}); err != nil {
@@ -198,23 +201,56 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 	return failure
 }
 
+// planReshard lists the stream, checks the goal (against the account's
+// shard quota when it may open shards) and samples traffic if asked: the
+// plan, or why there is none.
+func planReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, goal reshard.Goal, opts *ReshardOptions) (*reshard.Plan, error) {
+	sum, err := kstream.Describe(ctx, api, ref)
+	if err != nil {
+		return nil, err
+	}
+	g, err := lineage.Load(ctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
+	if err != nil {
+		return nil, err
+	}
+	in := reshard.Input{Stream: reshard.Stream{Name: ref.Name, ARN: sum.ARN, Status: sum.Status, Mode: sum.Mode}, Graph: g}
+	if reshard.MayOpenShards(in, goal) {
+		// A plan that outgrows the account's shard quota would fail
+		// part-way; the planner refuses it up front when the quota is known.
+		in.Quota, in.QuotaErr = reshard.LoadQuota(ctx, api)
+	}
+	toSample, err := reshard.SampleShards(in, goal)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Sample > 0 {
+		if in.Sample, err = sampleReshardTraffic(ctx, f, api, ref, toSample, opts); err != nil {
+			return nil, err
+		}
+	}
+	return reshard.NewPlan(in, goal)
+}
+
 // sampleReshardTraffic samples the given shards with a spinner on stderr.
 func sampleReshardTraffic(ctx context.Context, f *Factory, api reshard.SampleAPI, ref kstream.Ref, shards []*lineage.Shard, opts *ReshardOptions) (*reshard.Sample, error) {
 	what := shards[0].ID
 	if len(shards) > 1 {
-		what = reshardCount(len(shards), "shard")
+		what = text.Plural(len(shards), "shard")
 	}
 	msg := fmt.Sprintf("sampling up to %d records of %s from the last %s", opts.Sample, what, opts.SampleWindow)
 	if len(shards) > 1 {
 		msg = fmt.Sprintf("sampling up to %d records of each of %s from the last %s", opts.Sample, what, opts.SampleWindow)
 	}
 	p := f.startProgress(msg)
-	s, err := reshard.SampleTraffic(ctx, api, ref, shards, reshard.SampleOptions{Max: opts.Sample, Window: opts.SampleWindow})
+	s, err := reshard.SampleTraffic(ctx, api, ref, shards, reshard.SampleOptions{Max: opts.Sample, Window: opts.SampleWindow, MinRecords: opts.SampleMin})
 	final := ""
 	if err == nil {
-		final = fmt.Sprintf("sampled %s of %s in %s", reshardCount(s.Records, "record"), what, formatDuration(p.Elapsed()))
+		final = fmt.Sprintf("sampled %s of %s in %s", text.Plural(s.Records, "record"), what, formatDuration(p.Elapsed()))
 	}
 	p.Stop(final)
+	for _, w := range s.Short() {
+		fmt.Fprintln(f.IO.ErrOut, "warning: "+w)
+	}
 	return s, err
 }
 
@@ -248,7 +284,7 @@ func executeReshardPlan(ctx context.Context, f *Factory, api reshard.API, ref ks
 		p.Stop("")
 	}
 	if err == nil {
-		fmt.Fprintf(f.IO.ErrOut, "done: %s in %s\n", reshardCount(len(plan.Steps), "call"), formatDuration(time.Since(start)))
+		fmt.Fprintf(f.IO.ErrOut, "done: %s in %s\n", text.Plural(len(plan.Steps), "call"), formatDuration(time.Since(start)))
 	}
 	return res, err
 }
@@ -267,9 +303,9 @@ func describeStepFailure(ctx context.Context, f *Factory, err error, res *reshar
 	done := doneCount(len(res.Done), total)
 	where := "the layout as it is now is shown"
 	if se.ListErr != nil {
-		where = "the shards could not be listed afterwards (" + oneLine(wordError(se.ListErr, f.errCtx)) + "); see `kinesis-shards tree " + f.errCtx.stream + "`"
+		where = "the shards could not be listed afterwards (" + text.OneLine(wordError(se.ListErr, f.errCtx)) + "); see `kinesis-shards tree " + f.errCtx.stream + "`"
 	}
-	msg := fmt.Sprintf("%s: %s; %s, %s", se.Context(), oneLine(wordError(se.Err, f.errCtx)), done, where)
+	msg := fmt.Sprintf("%s: %s; %s, %s", se.Context(), text.OneLine(wordError(se.Err, f.errCtx)), done, where)
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintln(f.IO.ErrOut, msg)
 		return err // "interrupted", exit 130
@@ -309,12 +345,5 @@ func checkLostStep(ctx context.Context, f *Factory, api reshardAPI, ref kstream.
 		return nil
 	}
 	return &lostStep{step: se.Step, note: fmt.Sprintf("step %d of %d (%s) took effect, although the tool got no answer to it (its last attempt: %s): the listing shows the new shards",
-		se.Step, se.Total, se.Desc, oneLine(wordError(se.Err, f.errCtx)))}
-}
-
-func reshardCount(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
+		se.Step, se.Total, se.Desc, text.OneLine(wordError(se.Err, f.errCtx)))}
 }

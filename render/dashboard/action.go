@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
@@ -387,12 +387,12 @@ func (m *Model) finish(res *reshard.Result, err error, lost *reshard.StepError) 
 		m.setGraph(res.Graph)
 	}
 	if err != nil {
-		text := m.opts.DescribeError(err)
+		msg := m.opts.DescribeError(err)
 		var se *reshard.StepError
 		if errors.As(err, &se) {
-			text = se.Context() + ": " + m.opts.DescribeError(se.Err)
+			msg = se.Context() + ": " + m.opts.DescribeError(se.Err)
 		}
-		m.setStatus(statusError, text)
+		m.setStatus(statusError, msg)
 	} else {
 		var opened []string
 		for _, s := range res.Done {
@@ -403,12 +403,16 @@ func (m *Model) finish(res *reshard.Result, err error, lost *reshard.StepError) 
 			a := d.plan.Steps[0].Args
 			verb = "merged " + lineage.ShortID(a.ShardToMerge.ID) + " and " + lineage.ShortID(a.AdjacentShardToMerge.ID) + " into "
 		}
-		text := verb + andList(opened) + "; the stream is ACTIVE"
+		short := make([]string, len(opened))
+		for i, id := range opened {
+			short[i] = lineage.ShortID(id)
+		}
+		done := verb + text.List(short, 0) + "; the stream is ACTIVE"
 		if lost == nil {
-			m.setStatus(statusInfo, text)
+			m.setStatus(statusInfo, done)
 		} else {
 			call := d.plan.Steps[lost.Step-1].Call
-			m.setStatus(statusWarn, fmt.Sprintf("%s (%s took effect although no answer came: %s)", text, call, m.opts.DescribeError(lost.Err)))
+			m.setStatus(statusWarn, fmt.Sprintf("%s (%s took effect although no answer came: %s)", done, call, m.opts.DescribeError(lost.Err)))
 		}
 		if len(opened) > 0 {
 			m.selectShard(opened[0])
@@ -449,16 +453,4 @@ func mergeChoices(g *lineage.Graph, id string) []choice {
 		}
 	}
 	return out
-}
-
-// andList names shard ids as short numbers: "3", "3 and 4", "3, 4 and 5".
-func andList(ids []string) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = lineage.ShortID(id)
-	}
-	if len(s) < 2 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }

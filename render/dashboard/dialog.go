@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
@@ -226,7 +227,7 @@ func (d *dialog) event(e reshard.Event) {
 	}
 	d.lastWait = e.Kind == reshard.EventWait
 	if e.Kind == reshard.EventWait {
-		d.busy = fmt.Sprintf("waiting for stream %s to be ACTIVE (%s, %.1fs)", d.stream, orDash(string(e.Status)), e.Elapsed.Seconds())
+		d.busy = fmt.Sprintf("waiting for stream %s to be ACTIVE (%s, %.1fs)", d.stream, text.OrDash(string(e.Status)), e.Elapsed.Seconds())
 	}
 }
 
@@ -340,7 +341,7 @@ func eventLine(e reshard.Event) string {
 	case reshard.EventSend:
 		return fmt.Sprintf("step %d of %d: %s", e.Step, e.Total, e.Desc)
 	case reshard.EventWait:
-		return fmt.Sprintf("waiting for ACTIVE: %s after %.1fs", orDash(string(e.Status)), e.Elapsed.Seconds())
+		return fmt.Sprintf("waiting for ACTIVE: %s after %.1fs", text.OrDash(string(e.Status)), e.Elapsed.Seconds())
 	case reshard.EventDone:
 		s := fmt.Sprintf("step %d of %d done in %.1fs", e.Step, e.Total, e.Elapsed.Seconds())
 		if e.Done != nil && len(e.Done.Opened) > 0 {
@@ -349,13 +350,6 @@ func eventLine(e reshard.Event) string {
 		return s
 	}
 	return e.Desc
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // shortList joins shard ids as short numbers: "3, 4".

@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/tail"
@@ -169,7 +170,7 @@ func tableColumns(checkpoint bool) []column {
 			return render.FormatShare(s.Range.Fraction())
 		}},
 		{header: "REC/S", right: true, natural: 5, cell: figure(func(sn shardSnap) string { return formatRate(sn.recs) })},
-		{header: "IN/S", right: true, natural: 11, cell: figure(func(sn shardSnap) string { return formatBytes(sn.bytes) + "/s" })},
+		{header: "IN/S", right: true, natural: 11, cell: figure(func(sn shardSnap) string { return text.Bytes(sn.bytes) + "/s" })},
 		{header: "BEHIND", right: true, natural: 6, cell: figure(func(sn shardSnap) string { return formatBehind(sn.behind) })},
 	}
 	if checkpoint {

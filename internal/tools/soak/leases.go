@@ -54,6 +54,8 @@ type leaseEvent struct {
 	do func() error
 }
 
+// runLeasePhase runs the phase. Its length is mostly the schedule, one
+// table of steps kept together so that it reads as the timeline it is.
 func runLeasePhase(bin string, e *emulator.Emulator, seed uint64, length time.Duration) (leaseStats, error) {
 	started := time.Now()
 	ctx := context.Background()

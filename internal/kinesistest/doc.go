@@ -1,5 +1,5 @@
 // Package kinesistest is the parent of the test harness; nothing in the
-// binary imports it or its sub-packages (a test in cmd checks). Four layers
+// binary imports it or its sub-packages (a test in cmd checks). Five layers
 // test different things, from the fastest to the most real:
 //
 //   - fake: an in-process Kinesis behind the SDK's method signatures, for
@@ -13,4 +13,10 @@
 //   - faults: a seeded fault injector (throttling, expired iterators, 5xx,
 //     dropped or stalled connections, partial PutRecords), as an
 //     http.RoundTripper or a reverse proxy in front of an emulator.
+//   - fanout: enhanced fan-out, which no emulator serves as AWS does: a
+//     shim in front of kinesis-mock that makes its SubscribeToShard usable
+//     by the SDK and ends closed shards' subscriptions, and a stub of the
+//     consumer and SubscribeToShard API with AWS's limits and scripted
+//     faults (in-use, limits, five-minute ends, dropped and failing
+//     streams) for the error paths.
 package kinesistest

@@ -17,6 +17,10 @@ FUZZTIME ?= 30s
 .PHONY: all build test test-kinesalite lint fmt vet fuzz bench demo emulator clean docs release-check soak
 
 GORELEASER ?= $(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1
+# Pinned, through go run: fetched once from the module proxy, then built
+# from the module cache.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+DEADCODE    ?= $(GO) run golang.org/x/tools/cmd/deadcode@v0.52.0
 
 all: build
 
@@ -46,9 +50,13 @@ fmt:
 vet:
 	$(GO) vet ./...
 
+# gofmt, go vet, go mod tidy, staticcheck and deadcode (code no test or
+# command reaches); what CI runs before the tests.
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) mod tidy -diff
+	$(STATICCHECK) ./...
+	@out=$$($(DEADCODE) -test ./...); if [ -n "$$out" ]; then echo "dead code:"; echo "$$out"; exit 1; fi
 
 # Each fuzz target for FUZZTIME; anything found is kept under testdata/fuzz.
 fuzz:

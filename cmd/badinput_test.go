@@ -196,6 +196,10 @@ func TestBadInput(t *testing.T) {
 		usage("count/split --sample -1", yes("split", stream, "1", "--sample", "-1"), "--sample must be from"),
 		usage("count/split --balanced --sample 5", yes("split", stream, "1", "--balanced", "--sample", "5"), "--balanced needs --sample of at least"),
 		usage("count/put --retries -1", []string{"put", stream, "--retries", "-1"}, "--retries must not be negative"),
+		usage("count/put --rate -1", []string{"put", stream, "--rate", "-1"}, "--rate must be a positive number of records per second"),
+		usage("count/put --rate 0", []string{"put", stream, "--rate", "0"}, "--rate must be a positive number of records per second (leave it out for no cap)"),
+		usage("count/put --rate-bytes 0", []string{"put", stream, "--rate-bytes", "0"}, "--rate-bytes: it must be at least 1 byte per second"),
+		usage("count/put --rate-bytes parsec", []string{"put", stream, "--rate-bytes", "3parsec"}, `--rate-bytes: unknown unit "parsec"`),
 
 		// Durations.
 		usage("duration/create --wait -1s", []string{"create", missing, "--shards", "1", "--wait", "-1s"}, "--wait must not be negative"),
@@ -235,6 +239,10 @@ func TestBadInput(t *testing.T) {
 		usage("format/tail -o yaml", tailArgs("-o", "yaml"), `unknown record format "yaml"`),
 		usage("format/tail --format xml", tailArgs("--format", "xml"), `unknown record format "xml": use json, raw or text`),
 		usage("format/tail -o and --format disagree", tailArgs("--format", "json", "-o", "raw"), "-o raw and --format json disagree"),
+		usage("format/put --format yaml", []string{"put", stream, "--format", "yaml"}, `unknown --format "yaml": use lines or json`),
+		usage("combination/put --format json --key", []string{"put", stream, "--format", "json", "--key", "k"}, "--key does not go with --format json"),
+		{name: "format/put --format json, a line that is not a record", args: []string{"put", stream, "--format", "json"}, stdin: "{\"level\":\"error\"}\n", code: 1,
+			msg: `line 1: not a tail JSON record: it has no "shardId"; nothing was written`},
 		{name: "format/dashboard -o json", args: []string{"dashboard", stream, "-o", "json"}, dashboard: true, code: 2, msg: "dashboard has no -o/--output"},
 		usage("format/scale --method", yes("scale", stream, "--to", "3", "--method", "uniform"), `--method "uniform" is not known`),
 
@@ -335,18 +343,7 @@ func TestBadInput(t *testing.T) {
 					t.Skip(tc.skip)
 				}
 				res, calls := biRun(t, e, tc)
-				if res.code != tc.code {
-					t.Errorf("exit %d, want %d", res.code, tc.code)
-				}
-				if res.stdout != "" {
-					t.Errorf("stdout is not empty: %q", res.stdout)
-				}
-				if !strings.HasPrefix(res.stderr, "error: ") || strings.Count(res.stderr, "\n") != 1 || !strings.HasSuffix(res.stderr, "\n") {
-					t.Errorf("stderr is not one \"error: \" line: %q", res.stderr)
-				}
-				if !strings.Contains(res.stderr, tc.msg) {
-					t.Errorf("stderr %q does not say %q", res.stderr, tc.msg)
-				}
+				checkFailure(t, res, tc.code, tc.msg)
 				for _, bad := range []string{"panic", "goroutine "} {
 					if strings.Contains(res.stderr+res.stdout, bad) {
 						t.Errorf("output holds %q", bad)

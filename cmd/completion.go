@@ -9,37 +9,6 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/completions"
 )
 
-// The completion table: the one place that says which values the enum flags
-// take on which command. The outer key is the flag's name, the inner one
-// the command's name; "" is the value list for commands not named (streams,
-// create). The default value comes first.
-var enumFlagValues = map[string]map[string][]completions.Value{
-	"output": {
-		"":      {val("table", "a table"), val("json", "one JSON document")},
-		"tree":  {val("tree", "the lineage tree"), val("table", "a table of shards"), val("json", "one JSON document"), val("dot", "Graphviz"), val("mermaid", "a Mermaid flowchart")},
-		"tail":  recordFormats,
-		"put":   {val("text", "a summary"), val("json", "one JSON document")},
-		"split": planFormats,
-		"merge": planFormats,
-		"scale": planFormats,
-	},
-	"format": {
-		"tail": recordFormats,
-	},
-	"method": {
-		"scale": {val("update-shard-count", "one UpdateShardCount call"), val("splits", "a sequence of splits and merges")},
-	},
-}
-
-var (
-	recordFormats = []completions.Value{val("text", "readable lines (the default on a terminal)"), val("json", "JSON lines"), val("raw", "the payload and a newline")}
-	planFormats   = []completions.Value{val("table", "the preview as tables"), val("json", "the plan as JSON")}
-)
-
-func val(name, description string) completions.Value {
-	return completions.Value{Name: name, Description: description}
-}
-
 // fileFlags complete file names.
 var fileFlags = map[string]bool{"checkpoint": true}
 

@@ -19,7 +19,7 @@ var _ kstream.CreateAPI = (*kinesis.Client)(nil)
 
 // CreateOptions are the inputs of `create`.
 type CreateOptions struct {
-	Stream   string
+	base
 	Shards   int
 	OnDemand bool
 	Wait     time.Duration
@@ -28,7 +28,7 @@ type CreateOptions struct {
 	PollMin, PollMax time.Duration
 }
 
-func newCreateCmd(f *Factory) *cobra.Command {
+func newCreateCmd(f *Factory, runF func(*CreateOptions) error) *cobra.Command {
 	opts := &CreateOptions{}
 	c := &cobra.Command{
 		Use:   "create STREAM --shards N | --on-demand",
@@ -42,40 +42,45 @@ DELETING is an error.`,
   kinesis-shards create clicks --on-demand --wait 2m
   kinesis-shards create orders --shards 4 -o json | jq -r .streamArn`,
 		Args: exactArgs(1, "STREAM"),
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			opts.Stream = args[0]
-			shardsSet := c.Flags().Changed("shards")
-			if opts.OnDemand && shardsSet {
-				return usageErrorf("--shards and --on-demand do not go together: an on-demand stream sizes itself")
-			}
-			if !opts.OnDemand && !shardsSet {
-				return usageErrorf("say how many shards with --shards N (N ≥ 1), or pass --on-demand")
-			}
-			if !opts.OnDemand && opts.Shards < 1 {
-				return usageErrorf("--shards must be at least 1, not %d", opts.Shards)
-			}
-			if opts.Shards > 10000 {
-				return usageErrorf("--shards %d is more than a stream can have (10000)", opts.Shards)
-			}
-			if opts.Wait < 0 {
-				return usageErrorf("--wait must not be negative")
-			}
-			out, err := f.outputFormat("table", "json")
-			if err != nil {
-				return err
-			}
-			opts.Output = out
-			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
-			if err != nil {
-				return err
-			}
-			return runCreate(c.Context(), f, client, ref, opts)
-		}),
+		RunE: runE(f, opts, runF),
 	}
 	c.Flags().IntVar(&opts.Shards, "shards", 0, "number of shards of a provisioned stream (≥ 1)")
 	c.Flags().BoolVar(&opts.OnDemand, "on-demand", false, "create an on-demand stream")
 	c.Flags().DurationVar(&opts.Wait, "wait", time.Minute, "how long to wait for ACTIVE (0: do not wait)")
 	return c
+}
+
+func (o *CreateOptions) complete(f *Factory, c *cobra.Command, args []string) error {
+	o.completeBase(f, c, args[0])
+	o.Output = f.Global.Output
+	return nil
+}
+
+func (o *CreateOptions) validate() (err error) {
+	switch {
+	case o.OnDemand && o.given["shards"]:
+		return usageErrorf("--shards and --on-demand do not go together: an on-demand stream sizes itself")
+	case !o.OnDemand && !o.given["shards"]:
+		return usageErrorf("say how many shards with --shards N (N ≥ 1), or pass --on-demand")
+	case !o.OnDemand && o.Shards < 1:
+		return usageErrorf("--shards must be at least 1, not %d", o.Shards)
+	case o.Shards > 10000:
+		return usageErrorf("--shards %d is more than a stream can have (10000)", o.Shards)
+	case o.Wait < 0:
+		return usageErrorf("--wait must not be negative")
+	}
+	if o.Output, err = outputFormat("create", o.Output); err != nil {
+		return err
+	}
+	return o.validateBase()
+}
+
+func (o *CreateOptions) run(ctx context.Context, f *Factory) error {
+	client, err := f.KinesisFor(ctx, o.Ref)
+	if err != nil {
+		return err
+	}
+	return runCreate(ctx, f, client, o.Ref, o)
 }
 
 func runCreate(ctx context.Context, f *Factory, api kstream.CreateAPI, ref kstream.Ref, opts *CreateOptions) error {

@@ -5,23 +5,20 @@ import (
 	"errors"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases"
-	"github.com/kinesis-shards/kinesis-shards/lineage"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/render/dashboard"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
 
-var _ dashboard.API = (*kinesis.Client)(nil)
-
 // DashboardOptions are the inputs of `dashboard`.
 type DashboardOptions struct {
-	Stream       string
+	base
 	ReadOnly     bool
 	Checkpoint   string
 	Refresh      time.Duration
@@ -29,9 +26,13 @@ type DashboardOptions struct {
 	Paused       bool
 	KCLTable     string
 	Leases       leases.DynamoAPI
+
+	// From the environment, for validation: -o and the terminal.
+	output   string
+	terminal bool
 }
 
-func newDashboardCmd(f *Factory) *cobra.Command {
+func newDashboardCmd(f *Factory, runF func(*DashboardOptions) error) *cobra.Command {
 	opts := &DashboardOptions{}
 	c := &cobra.Command{
 		Use:   "dashboard [STREAM]",
@@ -74,27 +75,7 @@ p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
 			}
 			return nil
 		},
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				opts.Stream = args[0]
-			}
-			if err := validateDashboard(f, opts); err != nil {
-				return err
-			}
-			if c.Flags().Changed("kcl-table") {
-				if err := checkTableName("--kcl-table", opts.KCLTable); err != nil {
-					return err
-				}
-			}
-			client, ref, dc, err := f.KinesisWithLeases(c.Context(), opts.Stream, opts.KCLTable)
-			if err != nil {
-				return err
-			}
-			if dc != nil {
-				opts.Leases = dc
-			}
-			return runDashboard(c.Context(), f, client, ref, opts)
-		}),
+		RunE: runE(f, opts, runF),
 	}
 	fl := c.Flags()
 	fl.BoolVar(&opts.ReadOnly, "read-only", false, "hide split and merge")
@@ -106,12 +87,22 @@ p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
 	return c
 }
 
-// validateDashboard checks the flags and the terminal before any call.
-func validateDashboard(f *Factory, o *DashboardOptions) error {
-	if !f.IO.StdinTTY || !f.IO.StdoutTTY {
+func (o *DashboardOptions) complete(f *Factory, c *cobra.Command, args []string) error {
+	stream := ""
+	if len(args) == 1 {
+		stream = args[0]
+	}
+	o.completeBase(f, c, stream)
+	o.output, o.terminal = f.Global.Output, f.IO.StdinTTY && f.IO.StdoutTTY
+	return nil
+}
+
+// validate checks the flags and the terminal before any call.
+func (o *DashboardOptions) validate() error {
+	if !o.terminal {
 		return usageErrorf("dashboard needs a terminal (stdin and stdout); in scripts use `streams`, `tree STREAM` or `tail STREAM`")
 	}
-	if f.Global.Output != "" {
+	if o.output != "" {
 		return usageErrorf("dashboard has no -o/--output: it is interactive")
 	}
 	switch {
@@ -120,10 +111,23 @@ func validateDashboard(f *Factory, o *DashboardOptions) error {
 	case o.PollInterval < 200*time.Millisecond:
 		return usageErrorf("--poll-interval must be at least 200ms: a shard serves 5 GetRecords calls per second to all its readers")
 	}
-	return nil
+	if o.given["kcl-table"] {
+		if err := checkTableName("--kcl-table", o.KCLTable); err != nil {
+			return err
+		}
+	}
+	return o.validateBase()
 }
 
-func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstream.Ref, o *DashboardOptions) error {
+func (o *DashboardOptions) run(ctx context.Context, f *Factory) error {
+	client, err := f.KinesisWithLeases(ctx, o.Ref, o.KCLTable, &o.Leases)
+	if err != nil {
+		return err
+	}
+	return runDashboard(ctx, f, client, o.Ref, o)
+}
+
+func runDashboard(ctx context.Context, f *Factory, api dashboardAPI, ref kstream.Ref, o *DashboardOptions) error {
 	if ref.Name != "" {
 		// A stream that is not there is a plain error before the screen
 		// opens, worded as every command words it.
@@ -132,21 +136,13 @@ func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstrea
 		}
 	}
 	model := dashboard.New(dashboard.Options{
-		API:        api,
-		Stream:     ref,
-		ReadOnly:   o.ReadOnly,
-		Theme:      render.NewTheme(f.IO.ColorOut()),
-		Checkpoint: o.Checkpoint,
-		ListStreams: func(ctx context.Context) ([]string, error) {
-			refs, err := listStreamRefs(ctx, api, 0)
-			names := make([]string, len(refs))
-			for i, r := range refs {
-				names[i] = r.Name
-			}
-			return names, err
-		},
-		DescribeError:   func(err error) string { return oneLine(wordError(err, f.errCtx)) },
-		Leases:          dashboardLeases(o),
+		Backend:         &dashboardBackend{api: api, leases: o.Leases, table: o.KCLTable},
+		Stream:          ref,
+		ReadOnly:        o.ReadOnly,
+		Theme:           render.NewTheme(f.IO.ColorOut()),
+		Checkpoint:      o.Checkpoint,
+		LeaseOverlay:    o.KCLTable != "",
+		DescribeError:   func(err error) string { return text.OneLine(wordError(err, f.errCtx)) },
 		Now:             f.Now,
 		RefreshInterval: o.Refresh,
 		PollInterval:    o.PollInterval,
@@ -159,18 +155,4 @@ func runDashboard(ctx context.Context, f *Factory, api dashboard.API, ref kstrea
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted")}
 	}
 	return err
-}
-
-// dashboardLeases reads the --kcl-table overlay at every listing.
-func dashboardLeases(o *DashboardOptions) func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
-	if o.KCLTable == "" {
-		return nil
-	}
-	return func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
-		d, _, err := diagnoseLeases(ctx, o.Leases, o.KCLTable, g, sum)
-		if err != nil {
-			return nil, err
-		}
-		return leaseMarks(d), nil
-	}
 }

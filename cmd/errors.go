@@ -16,6 +16,8 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 )
 
 // Exit codes (the README's table).
@@ -35,7 +37,15 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func usageError(err error) error { return &exitError{code: exitUsage, err: err} }
+// usageErr is a command line that is wrong in itself: exit 2, and nothing
+// was sent. Validation returns it; so do cobra's flag and argument errors
+// (through the root's flag error function and the Args validators).
+type usageErr struct{ err error }
+
+func (e *usageErr) Error() string { return e.err.Error() }
+func (e *usageErr) Unwrap() error { return e.err }
+
+func usageError(err error) error { return &usageErr{err: err} }
 
 func usageErrorf(format string, args ...any) error {
 	return usageError(fmt.Errorf(format, args...))
@@ -48,14 +58,20 @@ var errDeclined = &exitError{code: exitInterrupted, err: errors.New("declined: n
 // the one place where service, network and configuration errors are worded.
 func describeError(ctx context.Context, err error, ec errContext) (string, int) {
 	code := exitFailure
-	var ee *exitError
-	if errors.As(err, &ee) {
+	var (
+		ue *usageErr
+		ee *exitError
+	)
+	switch {
+	case errors.As(err, &ue):
+		code = exitUsage
+	case errors.As(err, &ee):
 		code = ee.code
 	}
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err())) {
 		return "interrupted", exitInterrupted
 	}
-	return oneLine(wordError(err, ec)), code
+	return text.OneLine(wordError(err, ec)), code
 }
 
 // wordError is the sentence for err, with anything that looks like a
@@ -111,7 +127,7 @@ func wordErrorRaw(err error, ec errContext) string {
 		}
 		return fmt.Sprintf("%s is busy (being created, updated or deleted); try again when it is ACTIVE: %s", s, inUse.ErrorMessage())
 	case errors.As(err, &limit):
-		if opErr != nil && readOnlyOps[opErr.Operation()] {
+		if opErr != nil && readretry.ReadOnly(opErr.Operation()) {
 			return "limit exceeded (still after waiting and asking again): " + limit.ErrorMessage()
 		}
 		return "limit exceeded (not retried): " + limit.ErrorMessage()
@@ -162,10 +178,6 @@ func wordErrorRaw(err error, ec errContext) string {
 	}
 	return err.Error()
 }
-
-// readOnlyOps wait out a LimitExceeded a few times before it is reported
-// (lineage.ListShards, kstream.Describe, the streams listing).
-var readOnlyOps = map[string]bool{"ListShards": true, "ListStreams": true, "DescribeStreamSummary": true}
 
 // outcomeUnknownError is a call that changes the stream and got no answer
 // (a dropped connection, a timeout, a 5xx): it may have taken effect, and
@@ -261,5 +273,3 @@ func rootCause(err error) string {
 	}
 	return err.Error()
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

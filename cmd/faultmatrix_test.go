@@ -46,6 +46,7 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/faults"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/render/dashboard"
@@ -730,13 +731,13 @@ func newFMDash(t *testing.T, e *emulator.Emulator, endpoint, stream string) *fmD
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	m := dashboard.New(dashboard.Options{
-		API:             api,
+		Backend:         &dashboardBackend{api: api},
 		Stream:          kstream.Ref{Name: stream},
 		Theme:           render.NewTheme(false),
 		NoReader:        true,
 		RefreshInterval: time.Second,
 		FigureInterval:  time.Hour,
-		DescribeError:   func(err error) string { return oneLine(wordError(err, ec)) },
+		DescribeError:   func(err error) string { return text.OneLine(wordError(err, ec)) },
 		Context:         ctx,
 	})
 	d := &fmDash{t: t, m: m, msgs: make(chan tea.Msg, 256)}

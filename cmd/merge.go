@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -10,11 +12,11 @@ import (
 // MergeOptions are the inputs of `merge`.
 type MergeOptions struct {
 	ReshardOptions
-	Stream string
+	// Shards are the SHARD arguments; their full ids after validation.
 	Shards [2]string
 }
 
-func newMergeCmd(f *Factory) *cobra.Command {
+func newMergeCmd(f *Factory, runF func(*MergeOptions) error) *cobra.Command {
 	opts := &MergeOptions{}
 	c := &cobra.Command{
 		Use:   "merge STREAM SHARD SHARD",
@@ -37,28 +39,32 @@ document).`,
   kinesis-shards merge orders shardId-000000000005 shardId-000000000004 --dry-run
   kinesis-shards merge orders 4 5 --sample 500 --yes`,
 		Args: exactArgs(3, "STREAM SHARD SHARD"),
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			opts.Stream = args[0]
-			for i, a := range args[1:] {
-				id, err := lineage.ParseShardID(a)
-				if err != nil {
-					return usageError(err)
-				}
-				opts.Shards[i] = id
-			}
-			if opts.Shards[0] == opts.Shards[1] {
-				return usageErrorf("cannot merge shard %s with itself: give two different, adjacent open shards", opts.Shards[0])
-			}
-			if err := opts.validate(f); err != nil {
-				return err
-			}
-			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
-			if err != nil {
-				return err
-			}
-			return runReshard(c.Context(), f, client, ref, reshard.MergeGoal{Shards: opts.Shards}, &opts.ReshardOptions)
-		}),
+		RunE: runE(f, opts, runF),
 	}
 	addReshardFlags(c, &opts.ReshardOptions, "sample up to N recent records of each shard to show traffic shares")
 	return c
+}
+
+func (o *MergeOptions) complete(f *Factory, c *cobra.Command, args []string) error {
+	o.completeReshard(f, c, args[0])
+	o.Shards = [2]string{args[1], args[2]}
+	return nil
+}
+
+func (o *MergeOptions) validate() error {
+	for i, a := range o.Shards {
+		id, err := lineage.ParseShardID(a)
+		if err != nil {
+			return usageError(err)
+		}
+		o.Shards[i] = id
+	}
+	if o.Shards[0] == o.Shards[1] {
+		return usageErrorf("cannot merge shard %s with itself: give two different, adjacent open shards", o.Shards[0])
+	}
+	return o.validateReshard()
+}
+
+func (o *MergeOptions) run(ctx context.Context, f *Factory) error {
+	return o.runReshardGoal(ctx, f, reshard.MergeGoal{Shards: o.Shards})
 }

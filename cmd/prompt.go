@@ -8,8 +8,8 @@ import (
 
 // requireConfirmable fails at validation (exit 2, nothing sent) when a
 // mutating command cannot ask and was not given --yes.
-func (f *Factory) requireConfirmable(yes, dryRun bool) error {
-	if yes || dryRun || f.IO.CanPrompt() {
+func requireConfirmable(canPrompt, yes, dryRun bool) error {
+	if yes || dryRun || canPrompt {
 		return nil
 	}
 	return usageErrorf("stdin is not a terminal: pass --yes to confirm, or --dry-run to only preview")

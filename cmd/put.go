@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/render"
 )
 
@@ -44,7 +45,7 @@ var _ putAPI = (*kinesis.Client)(nil)
 
 // PutOptions are the inputs of `put`.
 type PutOptions struct {
-	Stream   string
+	base
 	Key      string
 	KeyField string
 	Retries  int
@@ -54,9 +55,17 @@ type PutOptions struct {
 	// Backoff is the first retry delay (doubling, capped at 5 s).
 	Backoff time.Duration
 	Rand    *rand.Rand
+	// Format is how stdin is read: lines, or json (tail -o json lines).
+	Format string
+	// Rate and RateBytes cap records and bytes per second (0: no cap).
+	Rate          float64
+	RateBytesText string
+	RateBytes     int64
+
+	clock putClock // nil: the real one
 }
 
-func newPutCmd(f *Factory) *cobra.Command {
+func newPutCmd(f *Factory, runF func(*PutOptions) error) *cobra.Command {
 	opts := &PutOptions{Retries: 8, Linger: 50 * time.Millisecond, Backoff: 100 * time.Millisecond}
 	c := &cobra.Command{
 		Use:   "put STREAM",
@@ -69,43 +78,67 @@ Only the failed entries of a partial failure are retried, with backoff. A
 batch never holds two records of the same key, so a retry can never put a
 key's records out of order; the price is one record per call when every
 line has the same key. A summary (records, bytes, retries, failures) goes
-to stderr, or to stdout as JSON with -o json.`,
+to stderr, or to stdout as JSON with -o json.
+
+--format json reads the lines of tail --format json and writes each record
+again: its payload (base64-decoded when tail encoded it), its own
+partitionKey and explicitHashKey, each key's records in their order. A line
+that is not such a record stops the run with its line number.
+
+--rate and --rate-bytes cap the records and bytes (data + partition key)
+sent per second, so a replay does not throttle the stream it writes to.`,
 		Example: `  seq 1 1000 | kinesis-shards put orders
   echo '{"user":"alice","n":1}' | kinesis-shards put orders --key-field user
-  tail -f app.log | kinesis-shards put logs --key "$(hostname)"`,
+  tail -f app.log | kinesis-shards put logs --key "$(hostname)"
+  kinesis-shards tail orders -o json --idle-exit 5s --no-checkpoint | kinesis-shards put orders-copy --format json --rate 500`,
 		Args: exactArgs(1, "STREAM"),
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			opts.Stream = args[0]
-			if opts.Key != "" && opts.KeyField != "" {
-				return usageErrorf("--key and --key-field do not go together")
-			}
-			if c.Flags().Changed("key") {
-				if err := checkPartitionKey(opts.Key); err != nil {
-					return usageErrorf("--key: %v", err)
-				}
-			}
-			if c.Flags().Changed("key-field") && opts.KeyField == "" {
-				return usageErrorf("--key-field needs a field name")
-			}
-			if opts.Retries < 0 {
-				return usageErrorf("--retries must not be negative")
-			}
-			out, err := f.outputFormat("text", "json")
-			if err != nil {
-				return err
-			}
-			opts.Output = out
-			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
-			if err != nil {
-				return err
-			}
-			return runPut(c.Context(), f, client, ref, opts)
-		}),
+		RunE: runE(f, opts, runF),
 	}
 	c.Flags().StringVar(&opts.Key, "key", "", "partition key of every record")
 	c.Flags().StringVar(&opts.KeyField, "key-field", "", "take the partition key from this field of each JSON line (dotted path)")
 	c.Flags().IntVar(&opts.Retries, "retries", opts.Retries, "retries of failed entries before giving up")
+	c.Flags().StringVar(&opts.Format, "format", enumNames("format", "put")[0], "stdin format: "+enumUsage("format", "put"))
+	c.Flags().Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (retries included; default: no cap)")
+	c.Flags().StringVar(&opts.RateBytesText, "rate-bytes", "", "send at most this many bytes per second, data + partition key (1MiB, 500kB; default: no cap)")
 	return c
+}
+
+func (o *PutOptions) complete(f *Factory, c *cobra.Command, args []string) error {
+	o.completeBase(f, c, args[0])
+	o.Output = f.Global.Output
+	return nil
+}
+
+func (o *PutOptions) validate() (err error) {
+	if o.Key != "" && o.KeyField != "" {
+		return usageErrorf("--key and --key-field do not go together")
+	}
+	if o.given["key"] {
+		if err := checkPartitionKey(o.Key); err != nil {
+			return usageErrorf("--key: %v", err)
+		}
+	}
+	if o.given["key-field"] && o.KeyField == "" {
+		return usageErrorf("--key-field needs a field name")
+	}
+	if o.Retries < 0 {
+		return usageErrorf("--retries must not be negative")
+	}
+	if err := validatePutInput(o, func(flag string) bool { return o.given[flag] }); err != nil {
+		return err
+	}
+	if o.Output, err = outputFormat("put", o.Output); err != nil {
+		return err
+	}
+	return o.validateBase()
+}
+
+func (o *PutOptions) run(ctx context.Context, f *Factory) error {
+	client, err := f.KinesisFor(ctx, o.Ref)
+	if err != nil {
+		return err
+	}
+	return runPut(ctx, f, client, o.Ref, o)
 }
 
 // putStats is the summary; its JSON names are documented.
@@ -119,6 +152,11 @@ type putStats struct {
 	Skipped int            `json:"skippedEmptyLines"`
 	Seconds float64        `json:"seconds"`
 	Shards  map[string]int `json:"shards"`
+	// The achieved rates, and the caps of --rate and --rate-bytes.
+	RecordsPerSecond    float64 `json:"recordsPerSecond"`
+	BytesPerSecond      float64 `json:"bytesPerSecond"`
+	MaxRecordsPerSecond float64 `json:"maxRecordsPerSecond,omitempty"`
+	MaxBytesPerSecond   int64   `json:"maxBytesPerSecond,omitempty"`
 
 	// maybeTwice counts records whose call was sent again by the SDK after
 	// an attempt that got no answer: they may be stored twice.
@@ -128,6 +166,7 @@ type putStats struct {
 type putEntry struct {
 	line int
 	key  string
+	ehk  string // explicit hash key, "" for none
 	data []byte
 }
 
@@ -148,11 +187,15 @@ func runPut(ctx context.Context, f *Factory, api putAPI, ref kstream.Ref, opts *
 	if opts.Rand == nil {
 		opts.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
+	if opts.clock == nil {
+		opts.clock = realClock{}
+	}
 	p := &putter{f: f, api: api, ref: ref, opts: opts, maxRecord: sum.MaxRecordBytes,
-		stats: putStats{Stream: sum.Name, Shards: map[string]int{}}}
-	start := time.Now()
+		stats: putStats{Stream: sum.Name, Shards: map[string]int{}}, limit: newPutLimiter(opts.Rate, opts.RateBytes, opts.clock)}
+	start := opts.clock.Now()
 	err = p.run(ctx)
-	p.stats.Seconds = time.Since(start).Seconds()
+	p.stats.Seconds = opts.clock.Now().Sub(start).Seconds()
+	p.stats.setRates(opts)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		// One line on stderr: what failed, and what was written before it
 		// (the summary line or the duplicates warning would be a second;
@@ -161,11 +204,11 @@ func runPut(ctx context.Context, f *Factory, api putAPI, ref kstream.Ref, opts *
 			render.JSON(p.f.IO.Out, p.stats)
 		}
 		s := p.stats
-		done := fmt.Sprintf("%s written before it", recordCount(s.Records))
+		done := fmt.Sprintf("%s written before it", text.Plural(s.Records, "record"))
 		var lost *outcomeUnknownError
 		switch {
 		case errors.As(err, &lost):
-			done = fmt.Sprintf("%s confirmed written before it", recordCount(s.Records))
+			done = fmt.Sprintf("%s confirmed written before it", text.Plural(s.Records, "record"))
 		case s.Records == 0:
 			done = "nothing was written"
 		}
@@ -185,6 +228,9 @@ type putter struct {
 	opts      *PutOptions
 	maxRecord int
 	stats     putStats
+	limit     *putLimiter
+	// warnedUnpacked: the warning about records tail had unpacked was given.
+	warnedUnpacked bool
 }
 
 func (p *putter) run(ctx context.Context) error {
@@ -198,6 +244,7 @@ func (p *putter) run(ctx context.Context) error {
 		size  int
 		keys  = map[string]struct{}{}
 	)
+	maxRecords, maxBytes := p.limit.batchLimits()
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -231,28 +278,28 @@ func (p *putter) run(ctx context.Context) error {
 				p.stats.Skipped++
 				continue
 			}
-			key, err := p.keyFor(l)
+			e, err := p.entryFor(l)
 			if err != nil {
 				if ferr := flush(); ferr != nil {
 					return ferr
 				}
 				return err
 			}
-			n := len(l.data) + len(key)
+			n := len(e.data) + len(e.key)
 			if n > p.maxRecord {
 				if ferr := flush(); ferr != nil {
 					return ferr
 				}
 				return fmt.Errorf("line %d: a record of %d bytes (data + partition key) is larger than the stream's limit of %d bytes", l.n, n, p.maxRecord)
 			}
-			_, dup := keys[key]
-			if dup || len(batch) == maxBatchRecords || size+n > maxBatchBytes {
+			_, dup := keys[e.key]
+			if dup || len(batch) == maxRecords || size+n > maxBytes {
 				if err := flush(); err != nil {
 					return err
 				}
 			}
-			batch = append(batch, putEntry{line: l.n, key: key, data: l.data})
-			keys[key] = struct{}{}
+			batch = append(batch, e)
+			keys[e.key] = struct{}{}
 			size += n
 			linger.Reset(p.opts.Linger)
 		}
@@ -366,8 +413,16 @@ func (p *putter) send(ctx context.Context, batch []putEntry) error {
 	for attempt := 0; ; attempt++ {
 		in := &kinesis.PutRecordsInput{StreamName: p.ref.NameInput(), StreamARN: p.ref.ARNInput(),
 			Records: make([]types.PutRecordsRequestEntry, len(pending))}
+		size := 0
 		for i, e := range pending {
 			in.Records[i] = types.PutRecordsRequestEntry{Data: e.data, PartitionKey: aws.String(e.key)}
+			if e.ehk != "" {
+				in.Records[i].ExplicitHashKey = aws.String(e.ehk)
+			}
+			size += len(e.data) + len(e.key)
+		}
+		if err := p.limit.wait(ctx, len(pending), size); err != nil {
+			return err
 		}
 		p.stats.Calls++
 		out, err := p.api.PutRecords(ctx, in)
@@ -380,7 +435,7 @@ func (p *putter) send(ctx context.Context, batch []putEntry) error {
 			// No answer (or a 5xx): the service may have written the
 			// batch, once or, through the SDK's retries, more than once.
 			return &outcomeUnknownError{err: err, note: fmt.Sprintf("the %s of that PutRecords call (%s) may have been written, possibly more than once: its answer was lost, so the summary does not count them",
-				recordCount(len(pending)), lineSpan(pending))}
+				text.Plural(len(pending), "record"), lineSpan(pending))}
 		case err != nil:
 			return err
 		default:
@@ -440,13 +495,6 @@ func lostAttempts(md middleware.Metadata) int {
 	return n
 }
 
-func recordCount(n int) string {
-	if n == 1 {
-		return "1 record"
-	}
-	return fmt.Sprintf("%d records", n)
-}
-
 // lineSpan names the input lines of a batch: "line 7" or "lines 3 to 9".
 func lineSpan(b []putEntry) string {
 	lo, hi := b[0].line, b[0].line
@@ -477,13 +525,13 @@ func jitter(r *rand.Rand, d time.Duration) time.Duration {
 func (p *putter) report() {
 	s := p.stats
 	if s.maybeTwice > 0 {
-		fmt.Fprintf(p.f.IO.ErrOut, "warning: %s may be stored twice: the answer to a PutRecords call was lost and the SDK sent the call again\n", recordCount(s.maybeTwice))
+		fmt.Fprintf(p.f.IO.ErrOut, "warning: %s may be stored twice: the answer to a PutRecords call was lost and the SDK sent the call again\n", text.Plural(s.maybeTwice, "record"))
 	}
 	if p.opts.Output == "json" {
 		render.JSON(p.f.IO.Out, s)
 		return
 	}
-	msg := fmt.Sprintf("put %d records (%s) to %s in %s with %d calls", s.Records, humanBytes(s.Bytes), s.Stream, formatDuration(time.Duration(s.Seconds*float64(time.Second))), s.Calls)
+	msg := fmt.Sprintf("put %d records (%s) to %s in %s with %d calls", s.Records, text.Bytes(float64(s.Bytes)), s.Stream, formatDuration(time.Duration(s.Seconds*float64(time.Second))), s.Calls)
 	if s.Retried > 0 {
 		msg += fmt.Sprintf(", %d retried", s.Retried)
 	}
@@ -493,6 +541,7 @@ func (p *putter) report() {
 	if s.Skipped > 0 {
 		msg += fmt.Sprintf(", %d empty lines skipped", s.Skipped)
 	}
+	msg += s.rateNote()
 	if len(s.Shards) > 0 {
 		ids := make([]string, 0, len(s.Shards))
 		for id := range s.Shards {
@@ -506,16 +555,4 @@ func (p *putter) report() {
 		msg += " [" + strings.Join(parts, " ") + "]"
 	}
 	fmt.Fprintln(p.f.IO.ErrOut, msg)
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
@@ -28,6 +28,7 @@ var _ reshardAPI = (*kinesis.Client)(nil)
 
 // ReshardOptions are the inputs split, merge and scale share.
 type ReshardOptions struct {
+	base
 	Yes    bool
 	DryRun bool
 	Wide   bool
@@ -40,6 +41,9 @@ type ReshardOptions struct {
 	Output       string
 	// PollMin/PollMax tune the ACTIVE polling (tests shorten them).
 	PollMin, PollMax time.Duration
+
+	command   string // split, merge or scale
+	canPrompt bool
 }
 
 // reshardDoc is the -o json document of split, merge and scale: the plan,
@@ -70,8 +74,14 @@ func addReshardFlags(c *cobra.Command, o *ReshardOptions, sampleHelp string) {
 	fl.DurationVar(&o.SampleWindow, "sample-window", reshard.DefaultSampleWindow, "how far back the traffic sample reads (--sample, --balanced)")
 }
 
-// validate checks the shared flags before anything is sent.
-func (o *ReshardOptions) validate(f *Factory) error {
+// completeReshard fills what the reshard commands share.
+func (o *ReshardOptions) completeReshard(f *Factory, c *cobra.Command, stream string) {
+	o.completeBase(f, c, stream)
+	o.command, o.Output, o.canPrompt = c.Name(), f.Global.Output, f.IO.CanPrompt()
+}
+
+// validateReshard checks the shared flags before anything is sent.
+func (o *ReshardOptions) validateReshard() error {
 	if o.Wait <= 0 {
 		return usageErrorf("--wait must be positive")
 	}
@@ -81,42 +91,31 @@ func (o *ReshardOptions) validate(f *Factory) error {
 	if o.SampleWindow <= 0 {
 		return usageErrorf("--sample-window must be positive")
 	}
-	out, err := f.outputFormat("table", "json")
+	out, err := outputFormat(o.command, o.Output)
 	if err != nil {
 		return err
 	}
 	o.Output = out
-	return f.requireConfirmable(o.Yes, o.DryRun)
+	if err := requireConfirmable(o.canPrompt, o.Yes, o.DryRun); err != nil {
+		return err
+	}
+	return o.validateBase()
+}
+
+// runReshardGoal builds the client and runs the goal.
+func (o *ReshardOptions) runReshardGoal(ctx context.Context, f *Factory, goal reshard.Goal) error {
+	client, err := f.KinesisFor(ctx, o.Ref)
+	if err != nil {
+		return err
+	}
+	return runReshard(ctx, f, client, o.Ref, goal, o)
 }
 
 // runReshard lists the stream, checks the goal, samples traffic if asked,
 // shows the preview (or the JSON plan), asks, runs the plan and prints the
 // new layout.
 func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, goal reshard.Goal, opts *ReshardOptions) error {
-	sum, err := kstream.Describe(ctx, api, ref)
-	if err != nil {
-		return err
-	}
-	g, err := lineage.Load(ctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
-	if err != nil {
-		return err
-	}
-	in := reshard.Input{Stream: reshard.Stream{Name: ref.Name, ARN: sum.ARN, Status: sum.Status, Mode: sum.Mode}, Graph: g}
-	if reshard.MayOpenShards(in, goal) {
-		// A plan that outgrows the account's shard quota would fail
-		// part-way; the planner refuses it up front when the quota is known.
-		in.Quota, in.QuotaErr = reshard.LoadQuota(ctx, api)
-	}
-	toSample, err := reshard.SampleShards(in, goal)
-	if err != nil {
-		return err
-	}
-	if opts.Sample > 0 {
-		if in.Sample, err = sampleReshardTraffic(ctx, f, api, ref, toSample, opts); err != nil {
-			return err
-		}
-	}
-	plan, err := reshard.NewPlan(in, goal)
+	plan, err := planReshard(ctx, f, api, ref, goal, opts)
 	if err != nil {
 		return err
 	}
@@ -154,7 +153,7 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 		return nil
 	}
 	if !opts.Yes {
-		if err := f.confirm(fmt.Sprintf("Send %s to stream %s?", reshardCount(len(plan.Steps), "call"), ref)); err != nil {
+		if err := f.confirm(fmt.Sprintf("Send %s to stream %s?", text.Plural(len(plan.Steps), "call"), ref)); err != nil {
 			return err
 		}
 	}
@@ -187,9 +186,9 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 			return err
 		}
 	} else if res.Layout != nil {
-		title := fmt.Sprintf("\nStream %s now has %s:\n", ref, reshardCount(len(res.Layout), "open shard"))
+		title := fmt.Sprintf("\nStream %s now has %s:\n", ref, text.Plural(len(res.Layout), "open shard"))
 		if runErr != nil {
-			title = fmt.Sprintf("\nStream %s has %s now:\n", ref, reshardCount(len(res.Layout), "open shard"))
+			title = fmt.Sprintf("\nStream %s has %s now:\n", ref, text.Plural(len(res.Layout), "open shard"))
 		}
 		fmt.Fprint(f.IO.Out, title)
 		if err := render.Layout(f.IO.Out, res.Layout, render.LayoutOptions{PreviewOptions: render.PreviewOptions{Theme: render.NewTheme(f.IO.ColorOut()), Wide: opts.Wide}, Before: plan.Before}); err != nil {
@@ -199,11 +198,41 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 	return failure
 }
 
+// planReshard lists the stream, checks the goal (against the account's
+// shard quota when it may open shards) and samples traffic if asked: the
+// plan, or why there is none.
+func planReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, goal reshard.Goal, opts *ReshardOptions) (*reshard.Plan, error) {
+	sum, err := kstream.Describe(ctx, api, ref)
+	if err != nil {
+		return nil, err
+	}
+	g, err := lineage.Load(ctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
+	if err != nil {
+		return nil, err
+	}
+	in := reshard.Input{Stream: reshard.Stream{Name: ref.Name, ARN: sum.ARN, Status: sum.Status, Mode: sum.Mode}, Graph: g}
+	if reshard.MayOpenShards(in, goal) {
+		// A plan that outgrows the account's shard quota would fail
+		// part-way; the planner refuses it up front when the quota is known.
+		in.Quota, in.QuotaErr = reshard.LoadQuota(ctx, api)
+	}
+	toSample, err := reshard.SampleShards(in, goal)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Sample > 0 {
+		if in.Sample, err = sampleReshardTraffic(ctx, f, api, ref, toSample, opts); err != nil {
+			return nil, err
+		}
+	}
+	return reshard.NewPlan(in, goal)
+}
+
 // sampleReshardTraffic samples the given shards with a spinner on stderr.
 func sampleReshardTraffic(ctx context.Context, f *Factory, api reshard.SampleAPI, ref kstream.Ref, shards []*lineage.Shard, opts *ReshardOptions) (*reshard.Sample, error) {
 	what := shards[0].ID
 	if len(shards) > 1 {
-		what = reshardCount(len(shards), "shard")
+		what = text.Plural(len(shards), "shard")
 	}
 	msg := fmt.Sprintf("sampling up to %d records of %s from the last %s", opts.Sample, what, opts.SampleWindow)
 	if len(shards) > 1 {
@@ -213,7 +242,7 @@ func sampleReshardTraffic(ctx context.Context, f *Factory, api reshard.SampleAPI
 	s, err := reshard.SampleTraffic(ctx, api, ref, shards, reshard.SampleOptions{Max: opts.Sample, Window: opts.SampleWindow})
 	final := ""
 	if err == nil {
-		final = fmt.Sprintf("sampled %s of %s in %s", reshardCount(s.Records, "record"), what, formatDuration(p.Elapsed()))
+		final = fmt.Sprintf("sampled %s of %s in %s", text.Plural(s.Records, "record"), what, formatDuration(p.Elapsed()))
 	}
 	p.Stop(final)
 	return s, err
@@ -249,7 +278,7 @@ func executeReshardPlan(ctx context.Context, f *Factory, api reshard.API, ref ks
 		p.Stop("")
 	}
 	if err == nil {
-		fmt.Fprintf(f.IO.ErrOut, "done: %s in %s\n", reshardCount(len(plan.Steps), "call"), formatDuration(time.Since(start)))
+		fmt.Fprintf(f.IO.ErrOut, "done: %s in %s\n", text.Plural(len(plan.Steps), "call"), formatDuration(time.Since(start)))
 	}
 	return res, err
 }
@@ -268,9 +297,9 @@ func describeStepFailure(ctx context.Context, f *Factory, err error, res *reshar
 	done := doneCount(len(res.Done), total)
 	where := "the layout as it is now is shown"
 	if se.ListErr != nil {
-		where = "the shards could not be listed afterwards (" + oneLine(wordError(se.ListErr, f.errCtx)) + "); see `kinesis-shards tree " + f.errCtx.stream + "`"
+		where = "the shards could not be listed afterwards (" + text.OneLine(wordError(se.ListErr, f.errCtx)) + "); see `kinesis-shards tree " + f.errCtx.stream + "`"
 	}
-	msg := fmt.Sprintf("%s: %s; %s, %s", se.Context(), oneLine(wordError(se.Err, f.errCtx)), done, where)
+	msg := fmt.Sprintf("%s: %s; %s, %s", se.Context(), text.OneLine(wordError(se.Err, f.errCtx)), done, where)
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintln(f.IO.ErrOut, msg)
 		return err // "interrupted", exit 130
@@ -295,91 +324,20 @@ type lostStep struct {
 	note string
 }
 
-// checkLostStep waits for the stream to be ACTIVE, lists it and compares
-// the open shards with the planned layout after the failed step. When they
-// match, it records the step as done in res (with the new layout) and says
-// so; otherwise res is left alone.
+// checkLostStep waits for the stream to be ACTIVE, lists it and asks
+// reshard.TookEffect whether the failed step shows done in the listing.
+// When it does, the step is recorded as done in res (with the new layout)
+// and the note says so; otherwise res is left alone.
 func checkLostStep(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, plan *reshard.Plan, res *reshard.Result, se *reshard.StepError, opts *ReshardOptions) *lostStep {
-	i := se.Step - 1
-	if i < 0 || i >= len(plan.Steps) || len(res.Done) != i {
-		return nil
-	}
-	before, err1 := plan.LayoutAfter(i - 1)
-	want, err2 := plan.LayoutAfter(i)
-	if err1 != nil || err2 != nil {
-		return nil
-	}
 	lctx, cancel := context.WithTimeout(ctx, min(opts.Wait, time.Minute))
 	defer cancel()
 	if _, err := kstream.WaitActive(lctx, api, ref, kstream.WaitOptions{Timeout: min(opts.Wait, time.Minute), MinDelay: opts.PollMin, MaxDelay: opts.PollMax}); err != nil {
 		return nil
 	}
 	g, err := lineage.Load(lctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
-	if err != nil {
+	if err != nil || !reshard.TookEffect(plan, res, se, g) {
 		return nil
 	}
-	now := reshard.LayoutOf(g)
-	st := plan.Steps[i]
-	if !sameRanges(now, want) && !(st.Call == reshard.UpdateShardCount && len(now) == st.Args.TargetShardCount && !sameRanges(now, before) &&
-		lineage.CheckCoverage(slotRanges(now)) == nil) {
-		return nil
-	}
-	d := reshard.DoneStep{Step: se.Step, Call: st.Call, Args: st.Args}
-	d.Closed, d.Opened = diffSlots(before, now, g)
-	res.Done = append(res.Done, d)
-	res.Graph, res.Layout = g, now
 	return &lostStep{step: se.Step, note: fmt.Sprintf("step %d of %d (%s) took effect, although the tool got no answer to it (its last attempt: %s): the listing shows the new shards",
-		se.Step, se.Total, se.Desc, oneLine(wordError(se.Err, f.errCtx)))}
-}
-
-func slotRanges(l []reshard.Slot) []lineage.HashRange {
-	out := make([]lineage.HashRange, len(l))
-	for i, s := range l {
-		out[i] = s.Range
-	}
-	return out
-}
-
-func sameRanges(a, b []reshard.Slot) bool {
-	return slices.Equal(slotRanges(a), slotRanges(b))
-}
-
-// diffSlots names the shards a step closed and opened: the ranges of before
-// no longer open (a shard the plan made has no id there: the graph's
-// closed shard of that range names it), and the open ranges that are new.
-func diffSlots(before, now []reshard.Slot, g *lineage.Graph) (closed, opened []string) {
-	open := map[lineage.HashRange]bool{}
-	for _, s := range now {
-		open[s.Range] = true
-	}
-	was := map[lineage.HashRange]bool{}
-	closed, opened = []string{}, []string{}
-	for _, s := range before {
-		was[s.Range] = true
-		if open[s.Range] {
-			continue
-		}
-		id := s.ID
-		for _, sh := range g.Shards() {
-			if id == "" && !sh.IsOpen() && !sh.IsTrimmed() && sh.Range == s.Range {
-				id = sh.ID
-			}
-		}
-		if id != "" {
-			closed = append(closed, id)
-		}
-	}
-	for _, s := range now {
-		if !was[s.Range] {
-			opened = append(opened, s.ID)
-		}
-	}
-	return closed, opened
-}
-
-func reshardCount(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
+		se.Step, se.Total, se.Desc, text.OneLine(wordError(se.Err, f.errCtx)))}
 }

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/leases"
 )
 
 // Set by the release build (-ldflags -X).
@@ -123,16 +123,20 @@ func (f *Factory) Dynamo(ctx context.Context, k *kinesis.Client) (*dynamodb.Clie
 	return f.DynamoClient(ctx, k.Options().Region)
 }
 
-// KinesisWithLeases is Kinesis, and when table is set the DynamoDB client
-// of that lease table in the stream's region (tail --lease-table, tree and
-// dashboard --kcl-table); nil when it is not.
-func (f *Factory) KinesisWithLeases(ctx context.Context, stream, table string) (*kinesis.Client, kstream.Ref, *dynamodb.Client, error) {
-	client, ref, err := f.Kinesis(ctx, stream)
+// KinesisWithLeases is KinesisFor, and when table is set it also puts
+// the DynamoDB client of that lease table, in the stream's region, into
+// *lc (tail --lease-table, tree and dashboard --kcl-table).
+func (f *Factory) KinesisWithLeases(ctx context.Context, ref kstream.Ref, table string, lc *leases.DynamoAPI) (*kinesis.Client, error) {
+	client, err := f.KinesisFor(ctx, ref)
 	if err != nil || table == "" {
-		return client, ref, nil, err
+		return client, err
 	}
 	dc, err := f.Dynamo(ctx, client)
-	return client, ref, dc, err
+	if err != nil {
+		return nil, err
+	}
+	*lc = dc
+	return client, nil
 }
 
 func (f *Factory) defaultKinesisClient(ctx context.Context, region string) (*kinesis.Client, error) {
@@ -169,36 +173,57 @@ func (f *Factory) Debugf(format string, args ...any) {
 	}
 }
 
-// Kinesis resolves a STREAM argument and builds the client for it: an ARN's
-// region is used, and an explicit --region that disagrees is a usage error.
+// Kinesis resolves a STREAM argument ("" for none) and builds the client
+// for it (the live completions).
 func (f *Factory) Kinesis(ctx context.Context, streamArg string) (*kinesis.Client, kstream.Ref, error) {
-	var ref kstream.Ref
+	ref, err := resolveStream(streamArg, f.Global.Region)
+	if err != nil {
+		return nil, ref, err
+	}
+	c, err := f.KinesisFor(ctx, ref)
+	return c, ref, err
+}
+
+// KinesisFor builds the client for a stream that validation resolved: in
+// an ARN's region, else in --region or the configured default.
+func (f *Factory) KinesisFor(ctx context.Context, ref kstream.Ref) (*kinesis.Client, error) {
 	region := f.Global.Region
-	if streamArg != "" {
-		var err error
-		ref, err = kstream.ParseRef(streamArg)
-		if err != nil {
-			return nil, ref, usageError(err)
-		}
-		if ref.Region != "" {
-			if region != "" && region != ref.Region {
-				return nil, ref, usageErrorf("--region %s disagrees with the stream ARN's region %s", region, ref.Region)
-			}
-			region = ref.Region
-		}
+	if ref.Region != "" {
+		region = ref.Region
+	}
+	if ref.Name != "" {
 		f.errCtx.stream = ref.Name
 	}
 	c, err := f.KinesisClient(ctx, region)
 	if err != nil {
-		return nil, ref, err
+		return nil, err
 	}
 	f.errCtx.region = c.Options().Region
 	f.errCtx.endpoint = endpointOf(c)
-	return c, ref, nil
+	return c, nil
 }
 
 // NewRootCmd builds the command tree.
 func NewRootCmd(f *Factory) *cobra.Command {
+	root := newRoot(f)
+	root.AddCommand(
+		newStreamsCmd(f, nil),
+		newTreeCmd(f, nil),
+		newTailCmd(f, nil),
+		newPutCmd(f, nil),
+		newCreateCmd(f, nil),
+		newSplitCmd(f, nil),
+		newMergeCmd(f, nil),
+		newScaleCmd(f, nil),
+		newDashboardCmd(f, nil),
+	)
+	registerCompletions(root, f)
+	return root
+}
+
+// newRoot is the root command with the global flags and no commands (a
+// test adds the one it checks).
+func newRoot(f *Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kinesis-shards",
 		Short: "See, read and reshard Amazon Kinesis Data Streams shards",
@@ -237,19 +262,6 @@ reshards, and splits, merges and rescales shards after a preview.`,
 	pf.StringVarP(&f.Global.Output, "output", "o", "", "output format (per command; see its help)")
 	pf.BoolVar(&f.Global.NoColor, "no-color", false, "no colour (also NO_COLOR=1)")
 	pf.BoolVar(&f.Global.Debug, "debug", false, "log every AWS request (operation, stream, shard, latency, retries) to stderr")
-
-	root.AddCommand(
-		newStreamsCmd(f),
-		newTreeCmd(f),
-		newTailCmd(f),
-		newPutCmd(f),
-		newCreateCmd(f),
-		newSplitCmd(f),
-		newMergeCmd(f),
-		newScaleCmd(f),
-		newDashboardCmd(f),
-	)
-	registerCompletions(root, f)
 	return root
 }
 
@@ -266,15 +278,21 @@ func Execute() int {
 
 // run executes args against f and prints a failure as one line.
 func run(ctx context.Context, f *Factory, args []string) int {
-	root := NewRootCmd(f)
+	return execute(ctx, f, NewRootCmd(f), args)
+}
+
+// execute runs args on root: the exit code, and a failure as one line on
+// stderr.
+func execute(ctx context.Context, f *Factory, root *cobra.Command, args []string) int {
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
-	// Errors that cobra raises before a command runs (unknown command or
-	// flag, wrong number of arguments) are usage errors.
-	if c != nil && !errors.As(err, new(*exitError)) && !ranCommand(c) {
+	// A command that cannot run (the root, a group) fails only in cobra's
+	// own lookup: an unknown command, a usage error. Flag and argument
+	// errors are usage errors already.
+	if c != nil && !c.Runnable() {
 		err = usageError(err)
 	}
 	if isBrokenPipe(err) {
@@ -287,23 +305,4 @@ func run(ctx context.Context, f *Factory, args []string) int {
 		fmt.Fprintln(f.IO.ErrOut, "error: "+msg)
 	}
 	return code
-}
-
-// ranCommand reports whether c's RunE started, which the commands note
-// through markRan.
-func ranCommand(c *cobra.Command) bool {
-	return c.Annotations != nil && c.Annotations[ranKey] == "1"
-}
-
-const ranKey = "kinesis-shards/ran"
-
-// markRan wraps a RunE so that run can tell cobra's own errors from ours.
-func markRan(fn func(c *cobra.Command, args []string) error) func(c *cobra.Command, args []string) error {
-	return func(c *cobra.Command, args []string) error {
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Annotations[ranKey] = "1"
-		return fn(c, args)
-	}
 }

@@ -1,22 +1,25 @@
 package cmd
 
 import (
+	"context"
+	"slices"
+
 	"github.com/spf13/cobra"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
 )
 
 // ScaleOptions are the inputs of `scale`.
 type ScaleOptions struct {
 	ReshardOptions
-	Stream string
 	To     int
 	Method string
 	Even   bool
 }
 
-func newScaleCmd(f *Factory) *cobra.Command {
-	opts := &ScaleOptions{Method: string(reshard.MethodUpdateShardCount)}
+func newScaleCmd(f *Factory, runF func(*ScaleOptions) error) *cobra.Command {
+	opts := &ScaleOptions{Method: enumNames("method", "scale")[0]}
 	c := &cobra.Command{
 		Use:   "scale STREAM --to N",
 		Short: "Reach N open shards in the even layout, after a preview",
@@ -51,34 +54,36 @@ document).`,
   kinesis-shards scale orders --to 12 --method splits --yes -o json
   kinesis-shards scale orders --to 4 --method splits --even --dry-run`,
 		Args: exactArgs(1, "STREAM"),
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			opts.Stream = args[0]
-			if !c.Flags().Changed("to") {
-				return usageErrorf("say how many open shards with --to N")
-			}
-			if opts.To < 1 || opts.To > reshard.MaxShards {
-				return usageErrorf("--to %d is not a shard count a stream can have: it must be from 1 to %d", opts.To, reshard.MaxShards)
-			}
-			method := reshard.Method(opts.Method)
-			if method != reshard.MethodUpdateShardCount && method != reshard.MethodSplits {
-				return usageErrorf("--method %q is not known: use update-shard-count or splits", opts.Method)
-			}
-			if opts.Even && method != reshard.MethodSplits {
-				return usageErrorf("--even goes with --method splits: UpdateShardCount cannot even out a stream that already has the count")
-			}
-			if err := opts.validate(f); err != nil {
-				return err
-			}
-			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
-			if err != nil {
-				return err
-			}
-			return runReshard(c.Context(), f, client, ref, reshard.ScaleGoal{Target: opts.To, Method: method, Even: opts.Even}, &opts.ReshardOptions)
-		}),
+		RunE: runE(f, opts, runF),
 	}
 	c.Flags().IntVar(&opts.To, "to", 0, "the number of open shards to reach (1 to 10000)")
-	c.Flags().StringVar(&opts.Method, "method", opts.Method, "update-shard-count (one UpdateShardCount call) or splits (SplitShard and MergeShards calls)")
+	c.Flags().StringVar(&opts.Method, "method", opts.Method, enumUsage("method", "scale"))
 	c.Flags().BoolVar(&opts.Even, "even", false, "with --method splits: even out the ranges also when the stream already has N open shards")
 	addReshardFlags(c, &opts.ReshardOptions, "sample up to N recent records of each open shard to show traffic shares")
 	return c
+}
+
+func (o *ScaleOptions) complete(f *Factory, c *cobra.Command, args []string) error {
+	o.completeReshard(f, c, args[0])
+	return nil
+}
+
+func (o *ScaleOptions) validate() error {
+	if !o.given["to"] {
+		return usageErrorf("say how many open shards with --to N")
+	}
+	if o.To < 1 || o.To > reshard.MaxShards {
+		return usageErrorf("--to %d is not a shard count a stream can have: it must be from 1 to %d", o.To, reshard.MaxShards)
+	}
+	if methods := enumNames("method", "scale"); !slices.Contains(methods, o.Method) {
+		return usageErrorf("--method %q is not known: use %s", o.Method, text.OrList(methods))
+	}
+	if o.Even && reshard.Method(o.Method) != reshard.MethodSplits {
+		return usageErrorf("--even goes with --method splits: UpdateShardCount cannot even out a stream that already has the count")
+	}
+	return o.validateReshard()
+}
+
+func (o *ScaleOptions) run(ctx context.Context, f *Factory) error {
+	return o.runReshardGoal(ctx, f, reshard.ScaleGoal{Target: o.To, Method: reshard.Method(o.Method), Even: o.Even})
 }

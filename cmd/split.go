@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -10,14 +12,15 @@ import (
 // SplitOptions are the inputs of `split`.
 type SplitOptions struct {
 	ReshardOptions
-	Stream    string
-	Shard     string
+	Shard     string // the SHARD argument; its full id after validation
 	At        string
 	AtPercent string
 	Balanced  bool
+	// Goal is the split the flags ask for, resolved by validation.
+	Goal reshard.SplitGoal
 }
 
-func newSplitCmd(f *Factory) *cobra.Command {
+func newSplitCmd(f *Factory, runF func(*SplitOptions) error) *cobra.Command {
 	opts := &SplitOptions{}
 	c := &cobra.Command{
 		Use:   "split STREAM SHARD",
@@ -49,54 +52,58 @@ document).`,
   kinesis-shards split orders 3 --balanced --sample 2000
   kinesis-shards split orders 3 --yes -o json | jq '.result.layout'`,
 		Args: exactArgs(2, "STREAM SHARD"),
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			opts.Stream = args[0]
-			id, err := lineage.ParseShardID(args[1])
-			if err != nil {
-				return usageError(err)
-			}
-			opts.Shard = id
-			goal := reshard.SplitGoal{Shard: id, Median: opts.Balanced}
-			atSet, pctSet := c.Flags().Changed("at"), c.Flags().Changed("at-percent")
-			switch {
-			case atSet && pctSet:
-				return usageErrorf("--at and --at-percent do not go together: give the key or the percentage")
-			case opts.Balanced && (atSet || pctSet):
-				return usageErrorf("--balanced picks the split key from sampled traffic: it does not go with --at or --at-percent")
-			case atSet:
-				k, err := lineage.ParseHashKey(opts.At)
-				if err != nil {
-					return usageErrorf("--at: %v", err)
-				}
-				goal.At = &k
-			case pctSet:
-				p, err := lineage.ParsePercent(opts.AtPercent)
-				if err != nil {
-					return usageErrorf("--at-percent: %v", err)
-				}
-				goal.Percent = p
-			}
-			if opts.Balanced {
-				if !c.Flags().Changed("sample") {
-					opts.Sample = reshard.DefaultSampleSize
-				}
-				if opts.Sample < reshard.MinMedianSample {
-					return usageErrorf("--balanced needs --sample of at least %d records, not %d", reshard.MinMedianSample, opts.Sample)
-				}
-			}
-			if err := opts.validate(f); err != nil {
-				return err
-			}
-			client, ref, err := f.Kinesis(c.Context(), opts.Stream)
-			if err != nil {
-				return err
-			}
-			return runReshard(c.Context(), f, client, ref, goal, &opts.ReshardOptions)
-		}),
+		RunE: runE(f, opts, runF),
 	}
 	c.Flags().StringVar(&opts.At, "at", "", "split at this hash key (canonical decimal)")
 	c.Flags().StringVar(&opts.AtPercent, "at-percent", "", "split at this percentage of the shard's range, 0 < P < 100 (default 50)")
 	c.Flags().BoolVar(&opts.Balanced, "balanced", false, "split at the median hash of the shard's recent records")
 	addReshardFlags(c, &opts.ReshardOptions, "sample up to N recent records of the shard to show each child's share of its traffic (default 1000 with --balanced)")
 	return c
+}
+
+func (o *SplitOptions) complete(f *Factory, c *cobra.Command, args []string) error {
+	o.completeReshard(f, c, args[0])
+	o.Shard = args[1]
+	return nil
+}
+
+func (o *SplitOptions) validate() error {
+	id, err := lineage.ParseShardID(o.Shard)
+	if err != nil {
+		return usageError(err)
+	}
+	o.Shard = id
+	o.Goal = reshard.SplitGoal{Shard: id, Median: o.Balanced}
+	atSet, pctSet := o.given["at"], o.given["at-percent"]
+	switch {
+	case atSet && pctSet:
+		return usageErrorf("--at and --at-percent do not go together: give the key or the percentage")
+	case o.Balanced && (atSet || pctSet):
+		return usageErrorf("--balanced picks the split key from sampled traffic: it does not go with --at or --at-percent")
+	case atSet:
+		k, err := lineage.ParseHashKey(o.At)
+		if err != nil {
+			return usageErrorf("--at: %v", err)
+		}
+		o.Goal.At = &k
+	case pctSet:
+		p, err := lineage.ParsePercent(o.AtPercent)
+		if err != nil {
+			return usageErrorf("--at-percent: %v", err)
+		}
+		o.Goal.Percent = p
+	}
+	if o.Balanced {
+		if !o.given["sample"] {
+			o.Sample = reshard.DefaultSampleSize
+		}
+		if o.Sample < reshard.MinMedianSample {
+			return usageErrorf("--balanced needs --sample of at least %d records, not %d", reshard.MinMedianSample, o.Sample)
+		}
+	}
+	return o.validateReshard()
+}
+
+func (o *SplitOptions) run(ctx context.Context, f *Factory) error {
+	return o.runReshardGoal(ctx, f, o.Goal)
 }

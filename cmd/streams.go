@@ -3,11 +3,9 @@ package cmd
 import (
 	"context"
 	"errors"
-	"sort"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/spf13/cobra"
@@ -28,6 +26,7 @@ var _ streamsAPI = (*kinesis.Client)(nil)
 
 // StreamsOptions are the inputs of `streams`.
 type StreamsOptions struct {
+	base
 	Output string
 	// DescribeEvery spaces DescribeStreamSummary calls (20 TPS per account).
 	DescribeEvery time.Duration
@@ -36,7 +35,7 @@ type StreamsOptions struct {
 	PageSize int32
 }
 
-func newStreamsCmd(f *Factory) *cobra.Command {
+func newStreamsCmd(f *Factory, runF func(*StreamsOptions) error) *cobra.Command {
 	opts := &StreamsOptions{DescribeEvery: 100 * time.Millisecond, Workers: 8}
 	return &cobra.Command{
 		Use:   "streams",
@@ -49,19 +48,29 @@ Output: -o table (default) or -o json.`,
 		Example: `  kinesis-shards streams
   kinesis-shards streams -o json | jq -r '.streams[] | select(.openShards > 10) | .stream'`,
 		Args: noArgs,
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			out, err := f.outputFormat("table", "json")
-			if err != nil {
-				return err
-			}
-			opts.Output = out
-			client, _, err := f.Kinesis(c.Context(), "")
-			if err != nil {
-				return err
-			}
-			return runStreams(c.Context(), f, client, opts)
-		}),
+		RunE: runE(f, opts, runF),
 	}
+}
+
+func (o *StreamsOptions) complete(f *Factory, c *cobra.Command, _ []string) error {
+	o.completeBase(f, c, "")
+	o.Output = f.Global.Output
+	return nil
+}
+
+func (o *StreamsOptions) validate() (err error) {
+	if o.Output, err = outputFormat("streams", o.Output); err != nil {
+		return err
+	}
+	return o.validateBase()
+}
+
+func (o *StreamsOptions) run(ctx context.Context, f *Factory) error {
+	client, err := f.KinesisFor(ctx, o.Ref)
+	if err != nil {
+		return err
+	}
+	return runStreams(ctx, f, client, o)
 }
 
 func noArgs(c *cobra.Command, args []string) error {
@@ -71,60 +80,14 @@ func noArgs(c *cobra.Command, args []string) error {
 	return nil
 }
 
-// listStreamRefs pages ListStreams: by NextToken (AWS, kinesis-mock), or by
-// ExclusiveStartStreamName where a backend says HasMoreStreams without a
-// token (kinesalite). Backends that predate StreamSummaries send only names.
-func listStreamRefs(ctx context.Context, api kinesis.ListStreamsAPIClient, pageSize int32) ([]kstream.Ref, error) {
-	var refs []kstream.Ref
-	seen := map[string]bool{}
-	var limit *int32
-	if pageSize > 0 {
-		limit = aws.Int32(pageSize)
-	}
-	in := &kinesis.ListStreamsInput{Limit: limit}
-	for page := 0; page < 100000; page++ {
-		out, err := api.ListStreams(ctx, in)
-		// 5 calls per second per account: wait out a moment's crowd.
-		for attempt := 0; err != nil && attempt < kstream.LimitRetries && isLimitExceeded(err); attempt++ {
-			if serr := kstream.Sleep(ctx, kstream.LimitPause<<attempt); serr != nil {
-				return nil, err
-			}
-			out, err = api.ListStreams(ctx, in)
-		}
-		if err != nil {
-			return nil, err
-		}
-		last := ""
-		add := func(name string) {
-			last = name
-			if !seen[name] {
-				seen[name] = true
-				refs = append(refs, kstream.Ref{Name: name})
-			}
-		}
-		for _, s := range out.StreamSummaries {
-			add(aws.ToString(s.StreamName))
-		}
-		for _, name := range out.StreamNames {
-			add(name)
-		}
-		switch {
-		case out.NextToken != nil && *out.NextToken != "":
-			in = &kinesis.ListStreamsInput{NextToken: out.NextToken, Limit: limit}
-		case aws.ToBool(out.HasMoreStreams) && last != "":
-			in = &kinesis.ListStreamsInput{ExclusiveStartStreamName: aws.String(last), Limit: limit}
-		default:
-			sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
-			return refs, nil
-		}
-	}
-	return nil, errors.New("ListStreams kept answering with more pages")
-}
-
 func runStreams(ctx context.Context, f *Factory, api streamsAPI, opts *StreamsOptions) error {
-	refs, err := listStreamRefs(ctx, api, opts.PageSize)
+	names, err := kstream.StreamNames(ctx, api, opts.PageSize)
 	if err != nil {
 		return err
+	}
+	refs := make([]kstream.Ref, len(names))
+	for i, name := range names {
+		refs[i] = kstream.Ref{Name: name}
 	}
 	infos := make([]*streamInfo, len(refs))
 	errs := make([]error, len(refs))
@@ -192,32 +155,21 @@ feed:
 
 // describeForList describes one stream and counts its shards. A stream
 // deleted since ListStreams is dropped (nil, nil); shard counts of a stream
-// that cannot be listed right now (CREATING, DELETING) are left empty.
+// that cannot be listed right now (CREATING, DELETING) are left empty. Both
+// calls wait out a rate limit under the read-retry policy.
 func describeForList(ctx context.Context, api streamsAPI, ref kstream.Ref, tick <-chan time.Time) (*streamInfo, error) {
-	var sum *kstream.Summary
-	for attempt := 0; ; attempt++ {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-tick:
-		}
-		var err error
-		sum, err = kstream.Describe(ctx, api, ref)
-		var nf *types.ResourceNotFoundException
-		var lee *types.LimitExceededException
-		switch {
-		case err == nil:
-		case errors.As(err, &nf):
-			return nil, nil
-		case errors.As(err, &lee) && attempt < 5:
-			if err := kstream.Sleep(ctx, time.Duration(200<<attempt)*time.Millisecond); err != nil {
-				return nil, err
-			}
-			continue
-		default:
-			return nil, err
-		}
-		break
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-tick:
+	}
+	sum, err := kstream.Describe(ctx, api, ref)
+	var nf *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &nf):
+		return nil, nil
+	case err != nil:
+		return nil, err
 	}
 	info := streamInfoFrom(sum, nil)
 	if sum.Status == types.StreamStatusCreating || sum.Status == types.StreamStatusDeleting {
@@ -225,7 +177,6 @@ func describeForList(ctx context.Context, api streamsAPI, ref kstream.Ref, tick 
 	}
 	shards, err := lineage.ListShards(ctx, api, lineage.ListOptions{StreamName: sum.Name})
 	var inUse *types.ResourceInUseException
-	var nf *types.ResourceNotFoundException
 	switch {
 	case err == nil:
 		total, open := len(shards), 0
@@ -245,9 +196,4 @@ func describeForList(ctx context.Context, api streamsAPI, ref kstream.Ref, tick 
 		return nil, err
 	}
 	return &info, nil
-}
-
-func isLimitExceeded(err error) bool {
-	var lee *types.LimitExceededException
-	return errors.As(err, &lee)
 }

@@ -36,7 +36,7 @@ var _ tailAPI = (*kinesis.Client)(nil)
 
 // TailOptions are the inputs of `tail`.
 type TailOptions struct {
-	Stream             string
+	base
 	Checkpoint         string
 	NoCheckpoint       bool
 	FromTip            bool
@@ -63,9 +63,14 @@ type TailOptions struct {
 	start     tail.StartMode
 	timestamp time.Time
 	keyHash   *lineage.HashKey
+
+	// From the environment, for validation: -o, the terminal, the clock.
+	output    string
+	stdoutTTY bool
+	now       time.Time
 }
 
-func newTailCmd(f *Factory) *cobra.Command {
+func newTailCmd(f *Factory, runF func(*TailOptions) error) *cobra.Command {
 	opts := &TailOptions{}
 	c := &cobra.Command{
 		Use:   "tail STREAM",
@@ -110,27 +115,14 @@ writes out what was read, saves the checkpoint and exits 130.`,
   kinesis-shards tail orders --idle-exit 5s --no-checkpoint | jq -r .data
   kinesis-shards tail logs --decompress --checkpoint ./logs.checkpoint`,
 		Args: exactArgs(1, "STREAM"),
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			opts.Stream = args[0]
-			if err := validateTail(c, f, opts); err != nil {
-				return err
-			}
-			client, ref, dc, err := f.KinesisWithLeases(c.Context(), opts.Stream, opts.LeaseTable)
-			if err != nil {
-				return err
-			}
-			if dc != nil {
-				opts.Leases = dc
-			}
-			return runTail(c.Context(), f, client, ref, opts)
-		}),
+		RunE: runE(f, opts, runF),
 	}
 	fl := c.Flags()
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "checkpoint file (default: one per stream under the state directory)")
 	fl.BoolVar(&opts.NoCheckpoint, "no-checkpoint", false, "keep no checkpoint")
 	fl.BoolVar(&opts.FromTip, "from-tip", false, "start open shards at their tip; closed shards without a checkpoint count as read")
 	fl.StringVar(&opts.FromTimestamp, "from-timestamp", "", "start at this arrival time (RFC 3339, Unix seconds, or a duration ago: 15m)")
-	fl.StringVar(&opts.Format, "format", "", "record format: json, raw or text (default: text on a terminal, else json)")
+	fl.StringVar(&opts.Format, "format", "", recordFormatUsage())
 	fl.BoolVar(&opts.Decompress, "decompress", false, "unpack gzip payloads")
 	fl.StringVar(&opts.Key, "key", "", "read only the shards this partition key can be on, and print only its records")
 	fl.StringVar(&opts.Shard, "shard", "", "read only this shard and its descendants (id or number)")
@@ -147,11 +139,17 @@ writes out what was read, saves the checkpoint and exits 130.`,
 	return c
 }
 
-// validateTail checks every flag before anything is sent.
-func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
+func (o *TailOptions) complete(f *Factory, c *cobra.Command, args []string) error {
+	o.completeBase(f, c, args[0])
+	o.output, o.stdoutTTY, o.now = f.Global.Output, f.IO.StdoutTTY, f.Now()
+	return nil
+}
+
+// validate checks every flag before anything is sent.
+func (o *TailOptions) validate() error {
 	// -o is --format's synonym on tail.
 	format := o.Format
-	if g := f.Global.Output; g != "" {
+	if g := o.output; g != "" {
 		if format != "" && format != g {
 			return usageErrorf("-o %s and --format %s disagree", g, format)
 		}
@@ -159,22 +157,22 @@ func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
 	}
 	if format == "" {
 		format = "json"
-		if f.IO.StdoutTTY {
+		if o.stdoutTTY {
 			format = "text"
 		}
 	}
-	rf, err := render.ParseRecordFormat(format)
+	rf, err := recordFormat(format)
 	if err != nil {
-		return usageError(err)
+		return err
 	}
 	o.format = rf
-	if c.Flags().Changed("checkpoint") && o.Checkpoint == "" {
+	if o.given["checkpoint"] && o.Checkpoint == "" {
 		return usageErrorf("--checkpoint needs a file name (or pass --no-checkpoint)")
 	}
 	if o.NoCheckpoint && o.Checkpoint != "" {
 		return usageErrorf("--checkpoint and --no-checkpoint do not go together")
 	}
-	fromTS := c.Flags().Changed("from-timestamp")
+	fromTS := o.given["from-timestamp"]
 	if o.FromTip && fromTS {
 		return usageErrorf("--from-tip and --from-timestamp do not go together")
 	}
@@ -182,20 +180,20 @@ func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
 	case o.FromTip:
 		o.start = tail.StartLatest
 	case fromTS:
-		ts, err := parseTimestamp(o.FromTimestamp, f.Now())
+		ts, err := parseTimestamp(o.FromTimestamp, o.now)
 		if err != nil {
 			return usageErrorf("--from-timestamp: %v", err)
 		}
 		o.start, o.timestamp = tail.StartAtTimestamp, ts
 	}
-	if c.Flags().Changed("key") {
+	if o.given["key"] {
 		if err := checkPartitionKey(o.Key); err != nil {
 			return usageErrorf("--key: %v", err)
 		}
 		h := lineage.PartitionKeyHash(o.Key)
 		o.keyHash = &h
 	}
-	if c.Flags().Changed("shard") {
+	if o.given["shard"] {
 		id, err := lineage.ParseShardID(o.Shard)
 		if err != nil {
 			return usageError(err)
@@ -205,7 +203,7 @@ func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
 	if o.keyHash != nil && o.Shard != "" {
 		return usageErrorf("--key and --shard do not go together")
 	}
-	if o.LeaseTable != "" || c.Flags().Changed("lease-table") {
+	if o.LeaseTable != "" || o.given["lease-table"] {
 		switch {
 		case o.Checkpoint != "" || o.NoCheckpoint:
 			return usageErrorf("--lease-table keeps the checkpoints: it does not go with --checkpoint or --no-checkpoint")
@@ -220,7 +218,7 @@ func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
 		if o.WorkerID == "" {
 			o.WorkerID = defaultWorkerID()
 		}
-	} else if o.WorkerID != "" || o.CreateLeaseTable || c.Flags().Changed("lease-duration") {
+	} else if o.WorkerID != "" || o.CreateLeaseTable || o.given["lease-duration"] {
 		return usageErrorf("--worker-id, --lease-duration and --create-lease-table go with --lease-table")
 	}
 	switch {
@@ -234,10 +232,18 @@ func validateTail(c *cobra.Command, f *Factory, o *TailOptions) error {
 		return usageErrorf("--relist-interval must be at least 1s")
 	case o.CheckpointInterval <= 0:
 		return usageErrorf("--checkpoint-interval must be positive")
-	case c.Flags().Changed("create-if-missing") && (o.CreateIfMissing < 1 || o.CreateIfMissing > 10000):
+	case o.given["create-if-missing"] && (o.CreateIfMissing < 1 || o.CreateIfMissing > 10000):
 		return usageErrorf("--create-if-missing needs a shard count from 1 to 10000, not %d", o.CreateIfMissing)
 	}
-	return nil
+	return o.validateBase()
+}
+
+func (o *TailOptions) run(ctx context.Context, f *Factory) error {
+	client, err := f.KinesisWithLeases(ctx, o.Ref, o.LeaseTable, &o.Leases)
+	if err != nil {
+		return err
+	}
+	return runTail(ctx, f, client, o.Ref, o)
 }
 
 func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *TailOptions) error {

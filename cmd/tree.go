@@ -24,12 +24,9 @@ type treeAPI interface {
 
 var _ treeAPI = (*kinesis.Client)(nil)
 
-// treeFormats are the -o values of `tree`; the first is the default.
-var treeFormats = []string{"tree", "table", "json", "dot", "mermaid"}
-
 // TreeOptions are the inputs of `tree`.
 type TreeOptions struct {
-	Stream string
+	base
 	Output string
 	Open   bool
 	// At, when set, selects the shards open at that time (--at).
@@ -41,11 +38,14 @@ type TreeOptions struct {
 	KCLTable string
 	// Leases reads the lease table (cmd wires DynamoDB; tests a fake).
 	Leases leases.DynamoAPI
+
+	// As given, for validation: --at and --key, and the clock.
+	atArg, keyArg string
+	now           time.Time
 }
 
-func newTreeCmd(f *Factory) *cobra.Command {
+func newTreeCmd(f *Factory, runF func(*TreeOptions) error) *cobra.Command {
 	opts := &TreeOptions{}
-	var at, key string
 	c := &cobra.Command{
 		Use:   "tree STREAM",
 		Short: "Draw the lineage of a stream's shards: splits, merges, open and closed shards",
@@ -77,51 +77,57 @@ keys, and the tool says so instead.`,
   kinesis-shards tree orders -o dot | dot -Tsvg > lineage.svg
   kinesis-shards tree orders -o json | jq -r '.shards[] | select(.state == "open") | .shardId'`,
 		Args: exactArgs(1, "STREAM"),
-		RunE: markRan(func(c *cobra.Command, args []string) error {
-			opts.Stream = args[0]
-			out, err := f.outputFormat(treeFormats...)
-			if err != nil {
-				return err
-			}
-			opts.Output = out
-			if c.Flags().Changed("at") {
-				if opts.Open {
-					return usageErrorf("--open and --at do not go together: --at shows the shards open at that time, --open those open now")
-				}
-				t, err := parseTimestamp(at, f.Now())
-				if err != nil {
-					return usageErrorf("--at: %v", err)
-				}
-				opts.At = &t
-			}
-			if c.Flags().Changed("key") {
-				if err := checkPartitionKey(key); err != nil {
-					return usageErrorf("--key: %v", err)
-				}
-				opts.Key = &key
-			}
-			if c.Flags().Changed("kcl-table") {
-				if err := checkTableName("--kcl-table", opts.KCLTable); err != nil {
-					return err
-				}
-			}
-			client, ref, dc, err := f.KinesisWithLeases(c.Context(), opts.Stream, opts.KCLTable)
-			if err != nil {
-				return err
-			}
-			if dc != nil {
-				opts.Leases = dc
-			}
-			return runTree(c.Context(), f, client, ref, opts)
-		}),
+		RunE: runE(f, opts, runF),
 	}
 	fl := c.Flags()
 	fl.BoolVar(&opts.Open, "open", false, "show only the open shards")
-	fl.StringVar(&at, "at", "", "show the shards open at `TIMESTAMP` (RFC 3339, Unix seconds, or a duration ago such as 2h)")
+	fl.StringVar(&opts.atArg, "at", "", "show the shards open at `TIMESTAMP` (RFC 3339, Unix seconds, or a duration ago such as 2h)")
 	fl.BoolVar(&opts.Wide, "wide", false, "add the decimal hash range and the sequence range (tree and table)")
-	fl.StringVar(&key, "key", "", "mark the shards that held `PARTITION_KEY`, root to open shard")
+	fl.StringVar(&opts.keyArg, "key", "", "mark the shards that held `PARTITION_KEY`, root to open shard")
 	fl.StringVar(&opts.KCLTable, "kcl-table", "", "overlay a KCL application's DynamoDB lease `TABLE`: owners, checkpoints, blocked children")
 	return c
+}
+
+func (o *TreeOptions) complete(f *Factory, c *cobra.Command, args []string) error {
+	o.completeBase(f, c, args[0])
+	o.Output, o.now = f.Global.Output, f.Now()
+	return nil
+}
+
+func (o *TreeOptions) validate() (err error) {
+	if o.Output, err = outputFormat("tree", o.Output); err != nil {
+		return err
+	}
+	if o.given["at"] {
+		if o.Open {
+			return usageErrorf("--open and --at do not go together: --at shows the shards open at that time, --open those open now")
+		}
+		t, err := parseTimestamp(o.atArg, o.now)
+		if err != nil {
+			return usageErrorf("--at: %v", err)
+		}
+		o.At = &t
+	}
+	if o.given["key"] {
+		if err := checkPartitionKey(o.keyArg); err != nil {
+			return usageErrorf("--key: %v", err)
+		}
+		o.Key = &o.keyArg
+	}
+	if o.given["kcl-table"] {
+		if err := checkTableName("--kcl-table", o.KCLTable); err != nil {
+			return err
+		}
+	}
+	return o.validateBase()
+}
+
+func (o *TreeOptions) run(ctx context.Context, f *Factory) error {
+	client, err := f.KinesisWithLeases(ctx, o.Ref, o.KCLTable, &o.Leases)
+	if err != nil {
+		return err
+	}
+	return runTree(ctx, f, client, o.Ref, o)
 }
 
 func runTree(ctx context.Context, f *Factory, api treeAPI, ref kstream.Ref, opts *TreeOptions) error {

@@ -9,5 +9,6 @@
 // completion is cmd's decision; ParseUse reads the positional arguments a
 // command documents in its Use line.
 //
-// Imports: lineage, cobra, the SDK and the standard library.
+// Imports: lineage, internal/kstream (the ListStreams iterator), cobra, the
+// SDK and the standard library.
 package completions

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/spf13/cobra"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
@@ -157,47 +158,19 @@ func streamCandidates(ctx context.Context, api kinesis.ListStreamsAPIClient, pre
 	type stream struct{ name, arn, desc string }
 	var (
 		streams []stream
-		seen    = map[string]bool{}
 		ordered = true // every name so far came in ascending order
-		in      = &kinesis.ListStreamsInput{}
-		sent    string
+		listErr error
 	)
-	add := func(s stream) {
-		if seen[s.name] {
-			return
-		}
-		if n := len(streams); n > 0 && s.name < streams[n-1].name {
-			ordered = false
-		}
-		seen[s.name] = true
-		streams = append(streams, s)
-	}
-	var listErr error
-	for {
-		out, err := api.ListStreams(ctx, in)
+	for s, err := range kstream.ListStreams(ctx, api, 0) {
 		if err != nil {
 			listErr = err
 			break
 		}
-		for _, s := range out.StreamSummaries {
-			add(stream{name: aws.ToString(s.StreamName), arn: aws.ToString(s.StreamARN), desc: streamDescription(s)})
+		name := aws.ToString(s.StreamName)
+		if n := len(streams); n > 0 && name < streams[n-1].name {
+			ordered = false
 		}
-		// Backends that predate StreamSummaries (kinesalite) send names only.
-		for _, name := range out.StreamNames {
-			add(stream{name: name})
-		}
-		next := aws.ToString(out.NextToken)
-		switch {
-		case next != "" && next != sent:
-			sent = next
-			in = &kinesis.ListStreamsInput{NextToken: aws.String(next)}
-			continue
-		case next == "" && aws.ToBool(out.HasMoreStreams) && len(streams) > 0 && aws.ToString(in.ExclusiveStartStreamName) != streams[len(streams)-1].name:
-			// Old-style paging (kinesalite): start after the last name.
-			in = &kinesis.ListStreamsInput{ExclusiveStartStreamName: aws.String(streams[len(streams)-1].name)}
-			continue
-		}
-		break
+		streams = append(streams, stream{name: name, arn: aws.ToString(s.StreamARN), desc: streamDescription(s)})
 	}
 	if listErr != nil {
 		last := ""

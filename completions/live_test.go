@@ -6,14 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
@@ -24,58 +22,18 @@ import (
 // kinesalite does (names only, HasMoreStreams and ExclusiveStartStreamName).
 type fakeAPI struct {
 	*fake.Fake
-	names      []string
-	pageSize   int
-	kinesalite bool
-	// before runs ahead of every ListStreams call; an error is returned
-	// instead of the page.
-	before func(ctx context.Context, page int) error
-	calls  []kinesis.ListStreamsInput
+	*fake.StreamPages
 }
 
-func (f *fakeAPI) ListStreams(ctx context.Context, in *kinesis.ListStreamsInput, _ ...func(*kinesis.Options)) (*kinesis.ListStreamsOutput, error) {
-	f.calls = append(f.calls, *in)
-	if f.before != nil {
-		if err := f.before(ctx, len(f.calls)); err != nil {
-			return nil, err
-		}
+// pagesAPI lists names in pages of two; before runs ahead of every
+// ListStreams call (page counts from 1), and an error it returns is the
+// answer instead of the page.
+func pagesAPI(names []string, kinesalite bool, before func(ctx context.Context, page int) error) *fakeAPI {
+	p := &fake.StreamPages{Names: names, PageSize: 2, Kinesalite: kinesalite}
+	if before != nil {
+		p.Before = func(ctx context.Context, n int) (*kinesis.ListStreamsOutput, error) { return nil, before(ctx, n) }
 	}
-	start := 0
-	switch {
-	case in.NextToken != nil:
-		start, _ = strconv.Atoi(*in.NextToken)
-	case in.ExclusiveStartStreamName != nil:
-		start = len(f.names)
-		for i, n := range f.names {
-			if n > *in.ExclusiveStartStreamName {
-				start = i
-				break
-			}
-		}
-	}
-	end := min(start+f.pageSize, len(f.names))
-	out := &kinesis.ListStreamsOutput{HasMoreStreams: aws.Bool(end < len(f.names))}
-	for i, n := range f.names[start:end] {
-		if f.kinesalite {
-			out.StreamNames = append(out.StreamNames, n)
-			continue
-		}
-		mode := types.StreamModeProvisioned
-		if (start+i)%2 == 1 {
-			mode = types.StreamModeOnDemand
-		}
-		out.StreamSummaries = append(out.StreamSummaries, types.StreamSummary{
-			StreamName:        aws.String(n),
-			StreamARN:         aws.String("arn:aws:kinesis:us-east-1:123456789012:stream/" + n),
-			StreamStatus:      types.StreamStatusActive,
-			StreamModeDetails: &types.StreamModeDetails{StreamMode: mode},
-		})
-		out.StreamNames = append(out.StreamNames, n) // the service sends both
-	}
-	if end < len(f.names) && !f.kinesalite {
-		out.NextToken = aws.String(strconv.Itoa(end))
-	}
-	return out, nil
+	return &fakeAPI{StreamPages: p}
 }
 
 func liveFor(api API) *Live {
@@ -111,17 +69,17 @@ func TestStreams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			api := &fakeAPI{names: fiveStreams, pageSize: 2, kinesalite: tt.kinesalite}
+			api := pagesAPI(fiveStreams, tt.kinesalite, nil)
 			got, dir := complete(liveFor(api).Streams(), nil, tt.prefix)
 			if !slices.Equal(got, tt.want) || dir != wantLive {
 				t.Errorf("got %q, %v; want %q, %v", got, dir, tt.want, wantLive)
 			}
 			// Every page was read: 5 names in pages of 2.
-			if len(api.calls) != 3 {
-				t.Errorf("%d ListStreams calls, want 3: %+v", len(api.calls), api.calls)
+			if len(api.Inputs) != 3 {
+				t.Errorf("%d ListStreams calls, want 3: %+v", len(api.Inputs), api.Inputs)
 			}
 			// Later pages send only the NextToken (or, kinesalite, the last name).
-			for i, in := range api.calls[1:] {
+			for i, in := range api.Inputs[1:] {
 				if tt.kinesalite {
 					if in.NextToken != nil || aws.ToString(in.ExclusiveStartStreamName) != fiveStreams[2*i+1] {
 						t.Errorf("call %d: %+v", i+2, in)
@@ -145,15 +103,15 @@ func TestStreamsFailQuietly(t *testing.T) {
 		{"client cannot be built", &Live{Client: func(context.Context, string) (API, error) {
 			return nil, errors.New("no AWS region is set")
 		}}, ""},
-		{"first page fails", liveFor(&fakeAPI{names: fiveStreams, pageSize: 2, before: func(context.Context, int) error { return boom }}), ""},
+		{"first page fails", liveFor(pagesAPI(fiveStreams, false, func(context.Context, int) error { return boom })), ""},
 		// The listing stops after "audit", "clicks": "orders" may be on a
 		// later page, so nothing is offered rather than a partial list.
-		{"later page fails, matches may be missing", liveFor(&fakeAPI{names: fiveStreams, pageSize: 2, before: func(_ context.Context, page int) error {
+		{"later page fails, matches may be missing", liveFor(pagesAPI(fiveStreams, false, func(_ context.Context, page int) error {
 			if page > 1 {
 				return boom
 			}
 			return nil
-		}}), "o"},
+		})), "o"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,9 +131,9 @@ func TestStreamsFailQuietly(t *testing.T) {
 func TestStreamsDebugLog(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "comp.log")
 	t.Setenv("BASH_COMP_DEBUG_FILE", log)
-	api := &fakeAPI{names: fiveStreams, pageSize: 2, before: func(context.Context, int) error {
+	api := pagesAPI(fiveStreams, false, func(context.Context, int) error {
 		return errors.New("AccessDeniedException: not authorized")
-	}}
+	})
 	if got, _ := complete(liveFor(api).Streams(), nil, ""); len(got) != 0 {
 		t.Fatalf("got %q", got)
 	}
@@ -211,7 +169,7 @@ func TestStreamsDeadlinePartial(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("prefix "+tt.prefix, func(t *testing.T) {
-			live := liveFor(&fakeAPI{names: names, pageSize: 2, before: stall})
+			live := liveFor(pagesAPI(names, false, stall))
 			live.Timeout = 400 * time.Millisecond
 			start := time.Now()
 			got, _ := complete(live.Streams(), nil, tt.prefix)
@@ -260,7 +218,7 @@ func shardStream(t *testing.T) *fakeAPI {
 	f.SplitHalf("orders", "shardId-000000000000")
 	f.Merge("orders", "shardId-000000000002", "shardId-000000000003")
 	f.Trim("orders", "shardId-000000000000")
-	return &fakeAPI{Fake: f}
+	return &fakeAPI{Fake: f, StreamPages: &fake.StreamPages{}}
 }
 
 func TestShards(t *testing.T) {
@@ -399,8 +357,7 @@ func TestParseUse(t *testing.T) {
 
 func TestPositional(t *testing.T) {
 	api := shardStream(t)
-	api.names = []string{"orders", "payments"}
-	api.pageSize = 100
+	api.StreamPages = &fake.StreamPages{Names: []string{"orders", "payments"}, PageSize: 100}
 	fn := liveFor(api).Positional([]string{ParamStream, ParamShard, ParamShard}, true)
 	tests := []struct {
 		args   []string

@@ -13,10 +13,11 @@
 // KeyAtPercent the split points of `split --at-percent`.
 //
 // ListShards and Load page ListShards the way the service requires (the
-// stream and filter on the first call only, NextToken alone afterwards).
+// stream and filter on the first call only, NextToken alone afterwards),
+// each page under the read-retry policy of internal/readretry.
 //
 // Errors wrap one of the Err* sentinels and read as one sentence.
 //
-// Imports: the standard library and aws-sdk-go-v2 types only. Nothing in this
-// package prints, reads flags or builds clients.
+// Imports: the standard library, aws-sdk-go-v2 types and internal/readretry
+// only. Nothing in this package prints, reads flags or builds clients.
 package lineage

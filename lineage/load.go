@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
 )
 
 // ShardLister is the one call Load needs; *kinesis.Client satisfies it.
@@ -109,29 +110,13 @@ func listAllPages(ctx context.Context, api ShardLister, o ListOptions) ([]types.
 	}
 }
 
-// Rate limits: ListShards allows 1,000 calls per second per stream, shared
-// by every consumer; a LimitExceededException is a moment's crowd, so the
-// page is asked again after a pause (1.5 s, as the KCL does), a few times.
-var (
-	limitRetries = 3
-	limitPause   = 1500 * time.Millisecond
-)
-
+// listPage asks for one page: a read-only call under the read-retry
+// policy (ListShards allows 1,000 calls a second per stream, shared by
+// every consumer, so a LimitExceededException is a moment's crowd).
 func listPage(ctx context.Context, api ShardLister, in *kinesis.ListShardsInput) (*kinesis.ListShardsOutput, error) {
-	for attempt := 0; ; attempt++ {
-		out, err := api.ListShards(ctx, in)
-		var lee *types.LimitExceededException
-		if err == nil || !errors.As(err, &lee) || attempt >= limitRetries {
-			return out, err
-		}
-		t := time.NewTimer(limitPause << attempt)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, err
-		case <-t.C:
-		}
-	}
+	return readretry.Do(ctx, readretry.ListShards, func() (*kinesis.ListShardsOutput, error) {
+		return api.ListShards(ctx, in)
+	})
 }
 
 // Load lists the stream's shards and builds their lineage graph.

@@ -3,6 +3,7 @@
 // interactive dashboard (render/dashboard). Functions take an io.Writer and
 // options (width, colour, clock); colours are named in theme.go.
 //
-// Imports: lineage, reshard (plan types), tail (record types), lipgloss,
-// tablewriter and the standard library. It never talks to the service.
+// Imports: lineage, reshard (plan types), tail (record types),
+// internal/text and internal/swar (shared helpers), lipgloss, tablewriter
+// and the standard library. It never talks to the service.
 package render

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
@@ -238,7 +239,7 @@ func LineageTable(w io.Writer, l *Lineage, o TableOptions) error {
 		}
 		row := make([]string, 6, len(header))
 		row[0], row[1] = displayID(s.ID, o.ShortIDs), s.State.String()
-		row[2], row[3] = orDash(joinIDs(s.Parents, o.ShortIDs, ",")), orDash(joinIDs(s.Children, o.ShortIDs, ","))
+		row[2], row[3] = text.OrDash(joinIDs(s.Parents, o.ShortIDs, ",")), text.OrDash(joinIDs(s.Children, o.ShortIDs, ","))
 		row[4], row[5] = "-", "-"
 		trimmed := s.State == lineage.StateTrimmed
 		if !trimmed {
@@ -248,7 +249,7 @@ func LineageTable(w io.Writer, l *Lineage, o TableOptions) error {
 			if trimmed {
 				row = append(row, "-", "-", "-", "-")
 			} else {
-				row = append(row, s.Range.Start.String(), s.Range.End.String(), orDash(s.StartingSequenceNumber), orDash(s.EndingSequenceNumber))
+				row = append(row, s.Range.Start.String(), s.Range.End.String(), text.OrDash(s.StartingSequenceNumber), text.OrDash(s.EndingSequenceNumber))
 			}
 		}
 		if path != nil {
@@ -259,7 +260,7 @@ func LineageTable(w io.Writer, l *Lineage, o TableOptions) error {
 			row = append(row, mark)
 		}
 		if l.Leases != nil {
-			row = append(row, orDash(leaseText(l.leaseMark(s), o.ShortIDs)))
+			row = append(row, text.OrDash(leaseText(l.leaseMark(s), o.ShortIDs)))
 		}
 		layout.measure(row)
 		rows = append(rows, row)
@@ -299,11 +300,4 @@ func LineageTable(w io.Writer, l *Lineage, o TableOptions) error {
 		bw.WriteByte('\n')
 	}
 	return bw.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -1,71 +1,26 @@
 package render
 
 import (
-	"bytes"
-	"compress/gzip"
-	"flag"
 	"fmt"
-	"io"
 	"math/big"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aymanbagabas/go-udiff"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/golden"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/tree")
-
-// treeGolden compares got with testdata/tree/name, or rewrites the file with
-// -update. A name ending in .gz is stored gzipped and compared unzipped.
+// treeGolden compares got with testdata/tree/name (-update rewrites it). A
+// name ending in .gz is stored gzipped and compared unzipped.
 func treeGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "tree", name)
-	if *updateGolden {
-		data := got
-		if strings.HasSuffix(name, ".gz") {
-			var buf bytes.Buffer
-			zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-			zw.Write(got)
-			zw.Close()
-			data = buf.Bytes()
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (create it with: go test ./render -run '%s' -update)", err, t.Name())
-	}
-	if strings.HasSuffix(name, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(want))
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if want, err = io.ReadAll(zr); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-	}
-	if !bytes.Equal(got, want) {
-		d := udiff.Unified(path, "got", string(want), string(got))
-		if len(d) > 8000 {
-			d = d[:8000] + "\n[diff cut]"
-		}
-		t.Errorf("output differs from %s (rerun with -update if the change is intended):\n%s", path, d)
-	}
+	golden.Check(t, filepath.Join("testdata", "tree", name), got)
 }
 
 // Keys of the hand-built histories (AWS's even layouts, docs/KINESIS-NOTES.md §2).

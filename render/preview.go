@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
 )
@@ -40,7 +41,7 @@ func Preview(w io.Writer, p *reshard.Plan, o PreviewOptions) error {
 			}
 		}
 	}
-	b.WriteString("\n" + th.Header.Render(fmt.Sprintf("Before (%s):", plural(len(p.Before), "open shard"))) + "\n")
+	b.WriteString("\n" + th.Header.Render(fmt.Sprintf("Before (%s):", text.Plural(len(p.Before), "open shard"))) + "\n")
 	if err := writeTo(w, &b); err != nil {
 		return err
 	}
@@ -53,9 +54,9 @@ func Preview(w io.Writer, p *reshard.Plan, o PreviewOptions) error {
 		return err
 	}
 
-	after := fmt.Sprintf("After (%s):", plural(len(p.After), "open shard"))
+	after := fmt.Sprintf("After (%s):", text.Plural(len(p.After), "open shard"))
 	if !p.ExactLayout {
-		after = fmt.Sprintf("After (%s, the even layout the service aims for):", plural(len(p.After), "open shard"))
+		after = fmt.Sprintf("After (%s, the even layout the service aims for):", text.Plural(len(p.After), "open shard"))
 	}
 	b.WriteString("\n" + th.Header.Render(after) + "\n")
 	if err := writeTo(w, &b); err != nil {
@@ -79,7 +80,7 @@ func Preview(w io.Writer, p *reshard.Plan, o PreviewOptions) error {
 	for i, st := range p.Steps {
 		fmt.Fprintf(&b, "  %*d. %s", width, i+1, CallText(st.Call, st.Args, o))
 		if len(p.Steps) > 1 {
-			b.WriteString(th.Dim.Render(fmt.Sprintf("  -> %s", plural(st.OpenShards, "open shard"))))
+			b.WriteString(th.Dim.Render(fmt.Sprintf("  -> %s", text.Plural(st.OpenShards, "open shard"))))
 		}
 		b.WriteString("\n")
 	}
@@ -214,23 +215,16 @@ func sampleLine(s *reshard.Sample) string {
 	}
 	shards := ids[0]
 	if len(ids) > 1 {
-		shards = plural(len(ids), "shard")
+		shards = text.Plural(len(ids), "shard")
 	}
-	line := fmt.Sprintf("Traffic: %s sampled from %s over the last %s", plural(s.Records, "record"), shards, s.Window)
+	line := fmt.Sprintf("Traffic: %s sampled from %s over the last %s", text.Plural(s.Records, "record"), shards, s.Window)
 	if truncated {
 		line += " (the latest kept)"
 	}
 	if outside > 0 {
-		line += fmt.Sprintf("; %s written with an explicit hash key left out", plural(outside, "record"))
+		line += fmt.Sprintf("; %s written with an explicit hash key left out", text.Plural(outside, "record"))
 	}
 	return line + "."
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
 }
 
 func writeTo(w io.Writer, b *strings.Builder) error {

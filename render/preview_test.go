@@ -2,9 +2,7 @@ package render
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,45 +10,16 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aymanbagabas/go-udiff"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/golden"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
 )
 
-// The golden files of this file are refreshed with -update, the package's
-// flag (defined here too, in case no other test file of the package does).
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files")
-	}
-}
-
-func previewUpdate() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// previewGolden compares got with testdata/preview/name.
+// previewGolden compares got with testdata/preview/name (-update rewrites it).
 func previewGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "preview", name)
-	if previewUpdate() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (create it with: go test ./render -run '%s' -update)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (rerun with -update if the change is intended):\n%s", path, udiff.Unified(path, "got", string(want), string(got)))
-	}
+	golden.Check(t, filepath.Join("testdata", "preview", name), got)
 }
 
 func pvKey(s string) lineage.HashKey {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/swar"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
@@ -114,15 +115,7 @@ func AppendRecordJSON(b []byte, r *tail.Record) []byte {
 }
 
 func appendRecordJSON(b []byte, r *tail.Record, times *timeCache) []byte {
-	b = append(b, `{"shardId":`...)
-	b = appendJSONString(b, r.ShardID)
-	b = append(b, `,"sequenceNumber":"`...)
-	b = append(b, r.SequenceNumber...)
-	b = append(b, '"')
-	if r.Aggregated {
-		b = append(b, `,"subSequenceNumber":`...)
-		b = strconv.AppendInt(b, r.SubSequence, 10)
-	}
+	b = appendJSONHead(b, r)
 	b = append(b, `,"partitionKey":`...)
 	b = appendJSONString(b, r.PartitionKey)
 	if r.ExplicitHashKey != "" {
@@ -149,6 +142,22 @@ func appendRecordJSON(b []byte, r *tail.Record, times *timeCache) []byte {
 		b = append(b, `,"outsideShard":true`...)
 	}
 	return append(b, "}\n"...)
+}
+
+// appendJSONHead opens a line with where the record is: {"shardId",
+// "sequenceNumber","subSequenceNumber"? (a KPL user record). The lines of
+// records and of log events (--cwlogs) start alike.
+func appendJSONHead(b []byte, r *tail.Record) []byte {
+	b = append(b, `{"shardId":`...)
+	b = appendJSONString(b, r.ShardID)
+	b = append(b, `,"sequenceNumber":"`...)
+	b = append(b, r.SequenceNumber...)
+	b = append(b, '"')
+	if r.Aggregated {
+		b = append(b, `,"subSequenceNumber":`...)
+		b = strconv.AppendInt(b, r.SubSequence, 10)
+	}
+	return b
 }
 
 // arrivalLayout is the arrivalTime format: UTC, milliseconds.
@@ -190,7 +199,7 @@ func appendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Skip eight plain ASCII bytes at a time.
-		for i+8 <= len(s) && !special(loadUint64(s[i:])) {
+		for i+8 <= len(s) && !swar.Special(loadUint64(s[i:])) {
 			i += 8
 		}
 		if i >= len(s) {
@@ -238,20 +247,6 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
-}
-
-const (
-	lsb = 0x0101010101010101
-	msb = 0x8080808080808080
-)
-
-// special reports whether any byte of v is a quote, a backslash, a control
-// character or not ASCII: exactly, with the bit tricks for "has a zero
-// byte" and "has a byte below n".
-func special(v uint64) bool {
-	q := v ^ (lsb * '"')
-	bs := v ^ (lsb * '\\')
-	return ((q-lsb)&^q|(bs-lsb)&^bs|(v-lsb*0x20)&^v|v)&msb != 0
 }
 
 // loadUint64 reads eight bytes of s, little-endian (len(s) >= 8).

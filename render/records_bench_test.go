@@ -6,13 +6,13 @@ import (
 	"bytes"
 	"io"
 	"math/rand/v2"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/cpumeter"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
@@ -62,13 +62,13 @@ func BenchmarkRecordWriter(b *testing.B) {
 				w := NewRecordWriter(out, f.format, NewTheme(false))
 				b.SetBytes(int64(payload))
 				b.ReportAllocs()
-				m := startCPU()
+				m := cpumeter.Start()
 				for b.Loop() {
 					if err := w.Write(batch); err != nil {
 						b.Fatal(err)
 					}
 				}
-				m.report(b, len(batch), payload)
+				m.Report(b, len(batch), payload)
 				b.ReportMetric(float64(out.writes)/float64(b.N), "writes/op")
 			})
 		}
@@ -156,32 +156,6 @@ func TestTimeCache(t *testing.T) {
 			t.Fatalf("%v: got %s want %s", at, got, want)
 		}
 	}
-}
-
-// cpuMeter reports CPU time (user + system, every thread of the process;
-// hence unix only) next to ns/op: on a busy machine wall time measures the
-// neighbours too.
-type cpuMeter struct{ start time.Duration }
-
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func startCPU() cpuMeter { return cpuMeter{processCPU()} }
-
-// report adds cpu-ns/op, MiB/cpu-s and records/cpu-s.
-func (m cpuMeter) report(b *testing.B, recordsPerOp, bytesPerOp int) {
-	cpu := processCPU() - m.start
-	if cpu <= 0 || b.N == 0 {
-		return
-	}
-	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-	b.ReportMetric(float64(bytesPerOp)*float64(b.N)/(1<<20)/cpu.Seconds(), "MiB/cpu-s")
-	b.ReportMetric(float64(recordsPerOp)*float64(b.N)/cpu.Seconds(), "records/cpu-s")
 }
 
 // appendJSONStringRef is appendJSONString before its eight-byte skip, the

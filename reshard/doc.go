@@ -14,7 +14,8 @@
 // The Executor runs a plan one call at a time, waits for ACTIVE between
 // steps, resolves the ids of shards made by earlier steps from a fresh
 // listing, stops at the first failure and reports progress through a
-// callback.
+// callback. TookEffect tells, from a listing, whether a step that failed
+// before it was sent took effect all the same (its answer was lost).
 //
 // Imports: lineage, internal/kstream, the SDK and the standard library.
 package reshard

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 )
 
 type shardKey struct{}
@@ -77,7 +79,7 @@ func (l *Logger) logCall(ctx context.Context, params any, md middleware.Metadata
 		attempts = len(ar.Results)
 		for i, r := range ar.Results {
 			if r.Err != nil && i < len(ar.Results)-1 {
-				failed = append(failed, oneLine(r.Err.Error()))
+				failed = append(failed, text.OneLine(r.Err.Error()))
 			}
 		}
 	}
@@ -86,7 +88,7 @@ func (l *Logger) logCall(ctx context.Context, params any, md middleware.Metadata
 		b.WriteString(" request-id=" + id)
 	}
 	if err != nil {
-		b.WriteString(" error=" + quote(oneLine(err.Error())))
+		b.WriteString(" error=" + quote(text.OneLine(err.Error())))
 	}
 	for i, f := range failed {
 		fmt.Fprintf(&b, " retried-after[%d]=%s", i+1, quote(f))
@@ -146,10 +148,6 @@ func hasLabel(fs []string, prefix string) bool {
 		}
 	}
 	return false
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 func quote(s string) string {

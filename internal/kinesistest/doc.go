@@ -19,4 +19,6 @@
 //     consumer and SubscribeToShard API with AWS's limits and scripted
 //     faults (in-use, limits, five-minute ends, dropped and failing
 //     streams) for the error paths.
+//
+// Beside them, kpl builds KPL aggregates as the producer library writes them.
 package kinesistest

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
 )
 
 // ConsumerAPI is the part of the Kinesis client the consumer lifecycle
@@ -134,16 +136,15 @@ func consumerOf(name, arn *string, status types.ConsumerStatus, created *time.Ti
 }
 
 // ListConsumers lists every consumer of the stream (ref.ARN must be set),
-// all pages, in the service's order. ListStreamConsumers allows 5 calls a
-// second per stream: a LimitExceeded is waited out a few times.
+// all pages, in the service's order.
 func ListConsumers(ctx context.Context, api ConsumerAPI, ref Ref) ([]Consumer, error) {
 	var list []Consumer
 	in := &kinesis.ListStreamConsumersInput{StreamARN: aws.String(ref.ARN)}
 	for page := 0; page < 1000; page++ {
-		var out *kinesis.ListStreamConsumersOutput
-		err := retryLimit(ctx, func(ctx context.Context) (err error) {
-			out, err = api.ListStreamConsumers(ctx, in)
-			return err
+		out, err := readretry.Do(ctx, readretry.ListStreamConsumers, func() (*kinesis.ListStreamConsumersOutput, error) {
+			cctx, cancel := withCallTimeout(ctx)
+			defer cancel()
+			return api.ListStreamConsumers(cctx, in)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("list consumers of stream %s: %w", ref, err)
@@ -159,30 +160,13 @@ func ListConsumers(ctx context.Context, api ConsumerAPI, ref Ref) ([]Consumer, e
 	return nil, fmt.Errorf("list consumers of stream %s: the service kept answering with more pages", ref)
 }
 
-// retryLimit makes a read-only call, each attempt under its own deadline,
-// waiting out LimitExceeded a few times.
-func retryLimit(ctx context.Context, call func(context.Context) error) error {
-	var err error
-	for attempt := 0; ; attempt++ {
-		cctx, cancel := withCallTimeout(ctx)
-		err = call(cctx)
-		cancel()
-		if err == nil || !isLimit(err) || attempt >= LimitRetries {
-			return err
-		}
-		if serr := Sleep(ctx, LimitPause<<attempt); serr != nil {
-			return err
-		}
-	}
-}
-
 // DescribeConsumer describes a consumer of the stream (ref.ARN must be
 // set) by name; a missing one is a *ConsumerNotFoundError.
 func DescribeConsumer(ctx context.Context, api ConsumerAPI, ref Ref, name string) (*Consumer, error) {
-	var out *kinesis.DescribeStreamConsumerOutput
-	err := retryLimit(ctx, func(ctx context.Context) (err error) {
-		out, err = api.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{StreamARN: aws.String(ref.ARN), ConsumerName: aws.String(name)})
-		return err
+	out, err := readretry.Do(ctx, readretry.DescribeStreamConsumer, func() (*kinesis.DescribeStreamConsumerOutput, error) {
+		cctx, cancel := withCallTimeout(ctx)
+		defer cancel()
+		return api.DescribeStreamConsumer(cctx, &kinesis.DescribeStreamConsumerInput{StreamARN: aws.String(ref.ARN), ConsumerName: aws.String(name)})
 	})
 	var nf *types.ResourceNotFoundException
 	switch {
@@ -200,42 +184,33 @@ func DescribeConsumer(ctx context.Context, api ConsumerAPI, ref Ref, name string
 // RegisterConsumer registers a consumer of the stream (ref.ARN must be
 // set). A consumer of that name that exists already is returned as it is,
 // with created false. A stream with MaxConsumers consumers gives a
-// *ConsumerLimitError naming them; another LimitExceeded (more than 5 calls
-// a second, or 5 consumers CREATING) is waited out a few times.
+// *ConsumerLimitError naming them; another LimitExceeded (more than 5
+// calls a second, or 5 consumers CREATING at once) is returned as it is: a
+// call that changes the stream reports a limit at once.
 func RegisterConsumer(ctx context.Context, api ConsumerAPI, ref Ref, name string) (c *Consumer, created bool, err error) {
 	if err := ValidateConsumerName(name); err != nil {
 		return nil, false, err
 	}
-	for attempt := 0; ; attempt++ {
-		cctx, cancel := withCallTimeout(ctx)
-		out, err := api.RegisterStreamConsumer(cctx, &kinesis.RegisterStreamConsumerInput{StreamARN: aws.String(ref.ARN), ConsumerName: aws.String(name)})
-		cancel()
-		var inUse *types.ResourceInUseException
-		switch {
-		case err == nil && out.Consumer != nil:
-			o := out.Consumer
-			return consumerOf(o.ConsumerName, o.ConsumerARN, o.ConsumerStatus, o.ConsumerCreationTimestamp), true, nil
-		case err == nil:
-			return nil, false, fmt.Errorf("register consumer %s of stream %s: empty answer", name, ref)
-		case errors.As(err, &inUse):
-			// The name is taken: that consumer is ours to use.
-			c, derr := DescribeConsumer(ctx, api, ref, name)
-			return c, false, derr
-		case isLimit(err):
-			list, lerr := ListConsumers(ctx, api, ref)
-			if lerr == nil && len(list) >= MaxConsumers {
-				return nil, false, &ConsumerLimitError{Stream: ref.String(), Consumers: list}
-			}
-			if attempt >= LimitRetries {
-				return nil, false, fmt.Errorf("register consumer %s of stream %s: %w", name, ref, err)
-			}
-			if serr := Sleep(ctx, LimitPause<<attempt); serr != nil {
-				return nil, false, serr
-			}
-		default:
-			return nil, false, fmt.Errorf("register consumer %s of stream %s: %w", name, ref, err)
+	cctx, cancel := withCallTimeout(ctx)
+	out, err := api.RegisterStreamConsumer(cctx, &kinesis.RegisterStreamConsumerInput{StreamARN: aws.String(ref.ARN), ConsumerName: aws.String(name)})
+	cancel()
+	var inUse *types.ResourceInUseException
+	switch {
+	case err == nil && out.Consumer != nil:
+		o := out.Consumer
+		return consumerOf(o.ConsumerName, o.ConsumerARN, o.ConsumerStatus, o.ConsumerCreationTimestamp), true, nil
+	case err == nil:
+		return nil, false, fmt.Errorf("register consumer %s of stream %s: empty answer", name, ref)
+	case errors.As(err, &inUse):
+		// The name is taken: that consumer is ours to use.
+		c, derr := DescribeConsumer(ctx, api, ref, name)
+		return c, false, derr
+	case readretry.IsLimitExceeded(err):
+		if list, lerr := ListConsumers(ctx, api, ref); lerr == nil && len(list) >= MaxConsumers {
+			return nil, false, &ConsumerLimitError{Stream: ref.String(), Consumers: list}
 		}
 	}
+	return nil, false, fmt.Errorf("register consumer %s of stream %s: %w", name, ref, err)
 }
 
 // DeregisterConsumer deregisters a consumer of the stream by name (ref.ARN

@@ -18,6 +18,7 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fanout"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
 )
 
 func TestMain(m *testing.M) { os.Exit(emulator.Main(m, emulator.Options{})) }
@@ -174,21 +175,37 @@ func TestRegisterAtTheLimit(t *testing.T) {
 	}
 }
 
-// A LimitExceeded below 20 consumers is a rate limit: waited out.
+// A LimitExceeded below 20 consumers is a rate limit (5 calls a second, or
+// 5 consumers CREATING): reported as it is, at once.
 func TestRegisterRateLimited(t *testing.T) {
-	pause := kstream.LimitPause
-	kstream.LimitPause = time.Millisecond
-	t.Cleanup(func() { kstream.LimitPause = pause })
 	s, c, ref := newStub(t, fanout.StubOptions{CreatingPolls: -1})
-	s.FailOp("RegisterStreamConsumer", "LimitExceededException", "LimitExceededException")
-	cons, created, err := kstream.RegisterConsumer(t.Context(), c, ref, "x")
-	if err != nil || !created || cons.Name != "x" {
-		t.Fatalf("%+v %v %v", cons, created, err)
-	}
-	s.FailOp("RegisterStreamConsumer", "LimitExceededException", "LimitExceededException", "LimitExceededException", "LimitExceededException")
+	s.FailOp("RegisterStreamConsumer", "LimitExceededException")
 	var lee *types.LimitExceededException
 	if _, _, err := kstream.RegisterConsumer(t.Context(), c, ref, "y"); !errors.As(err, &lee) || errors.Is(err, kstream.ErrConsumerLimit) {
-		t.Fatalf("persistent rate limit: %v", err)
+		t.Fatalf("rate limit: %v", err)
+	}
+	if got := s.Consumers(); len(got) != 0 {
+		t.Fatalf("consumers %v", got)
+	}
+}
+
+// Listing and describing are read-only: a moment's LimitExceeded is waited
+// out.
+func TestReadsRideOutLimits(t *testing.T) {
+	pause := readretry.Pause
+	readretry.Pause = time.Millisecond
+	t.Cleanup(func() { readretry.Pause = pause })
+	s, c, ref := newStub(t, fanout.StubOptions{CreatingPolls: -1})
+	if _, _, err := kstream.RegisterConsumer(t.Context(), c, ref, "x"); err != nil {
+		t.Fatal(err)
+	}
+	s.FailOp("ListStreamConsumers", "LimitExceededException", "LimitExceededException")
+	s.FailOp("DescribeStreamConsumer", "LimitExceededException")
+	if list, err := kstream.ListConsumers(t.Context(), c, ref); err != nil || len(list) != 1 {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	if cons, err := kstream.DescribeConsumer(t.Context(), c, ref, "x"); err != nil || cons.Name != "x" {
+		t.Fatalf("describe %+v %v", cons, err)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
 )
 
 // DescribeAPI is the part of the Kinesis client Describe and WaitActive use.
@@ -54,18 +56,13 @@ func (s *Summary) ModeName() string {
 	return string(s.Mode)
 }
 
-// Describe calls DescribeStreamSummary.
+// Describe calls DescribeStreamSummary, a read-only call under the
+// read-retry policy.
 func Describe(ctx context.Context, api DescribeAPI, ref Ref) (*Summary, error) {
 	in := &kinesis.DescribeStreamSummaryInput{StreamName: ref.NameInput(), StreamARN: ref.ARNInput()}
-	out, err := api.DescribeStreamSummary(ctx, in)
-	// 20 calls per second per account, shared: a LimitExceeded is a
-	// moment's crowd, waited out a few times (the SDK retries none).
-	for attempt := 0; err != nil && attempt < LimitRetries && isLimit(err); attempt++ {
-		if serr := Sleep(ctx, LimitPause<<attempt); serr != nil {
-			return nil, err
-		}
-		out, err = api.DescribeStreamSummary(ctx, in)
-	}
+	out, err := readretry.Do(ctx, readretry.DescribeStreamSummary, func() (*kinesis.DescribeStreamSummaryOutput, error) {
+		return api.DescribeStreamSummary(ctx, in)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -95,17 +92,6 @@ func Describe(ctx context.Context, api DescribeAPI, ref Ref) (*Summary, error) {
 		s.Name = ref.Name
 	}
 	return s, nil
-}
-
-// LimitRetries and LimitPause: how read-only calls ride out rate limits.
-var (
-	LimitRetries = 3
-	LimitPause   = time.Second
-)
-
-func isLimit(err error) bool {
-	var lee *types.LimitExceededException
-	return errors.As(err, &lee)
 }
 
 // ErrDeleting is returned when a stream that should be used or created is
@@ -158,19 +144,7 @@ func (o *WaitOptions) defaults() {
 
 // Sleep waits for d or until ctx ends, whichever comes first, and returns
 // ctx's error in the second case (at once when d <= 0 and ctx has ended).
-func Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func Sleep(ctx context.Context, d time.Duration) error { return readretry.Sleep(ctx, d) }
 
 // WaitActive polls until the stream is ACTIVE and returns its summary. A
 // stream that is DELETING is an error at once (ErrDeleting), so is one that

@@ -133,9 +133,6 @@ func describeLease(l *Lease) string {
 	return cp + ", " + owner
 }
 
-// Describe is describeLease for renderers.
-func Describe(l *Lease) string { return describeLease(l) }
-
 // sameStream matches a multi-stream lease's account:streamName:epoch.
 func sameStream(s string, id StreamID) bool {
 	parts := strings.Split(s, ":")

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"math/big"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -9,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/reshard"
@@ -33,13 +35,19 @@ type choice struct {
 	neighbor string // merge: the other shard
 }
 
-// dialog is the split/merge flow: choose, (percentage | sample), preview
-// and confirmation, then progress. The root model does the planning and
-// the calls; the dialog holds the state and draws it.
+// dialog is the split/merge dialog: choose, (percentage | sample), preview
+// and confirmation, then progress. It is a component of its own: its
+// Update moves it through the stages it can take alone (the cursor, the
+// percentage typed, the preview's scroll, the spinner, the progress lines)
+// and hands back, as a request, what only the root can do (plan, sample,
+// run, cancel, quit). The request is returned rather than sent as a
+// message so it takes effect within the same key press, before any later
+// key or message.
 type dialog struct {
 	th      render.Theme
-	keys    keyMap
+	keys    dialogKeys
 	action  reshard.Action
+	stream  string
 	shard   string
 	title   string
 	choices []choice
@@ -60,10 +68,167 @@ type dialog struct {
 	w, h     int
 }
 
-func newDialog(th render.Theme, keys keyMap, action reshard.Action, shard, title string, choices []choice) *dialog {
+// dialogKeys are the dialog's bindings: the root's, so the help bar names
+// them as everywhere else.
+type dialogKeys struct {
+	Up, Down, PageUp, PageDown key.Binding
+	Enter, Back, Quit, Yes, No key.Binding
+}
+
+func newDialogKeys(k keyMap) dialogKeys {
+	return dialogKeys{Up: k.Up, Down: k.Down, PageUp: k.PageUp, PageDown: k.PageDown,
+		Enter: k.Enter, Back: k.Back, Quit: k.Quit, Yes: k.Yes, No: k.No}
+}
+
+// requestKind is what the dialog asks the root to do.
+type requestKind int
+
+const (
+	reqNone    requestKind = iota
+	reqCancel              // close the dialog: nothing was changed
+	reqChoose              // act on choice (middle, balanced, merge)
+	reqPercent             // plan a split at percent
+	reqConfirm             // run the previewed plan
+	reqQuit                // q while the plan runs
+)
+
+type request struct {
+	kind    requestKind
+	choice  choice
+	percent *big.Rat
+}
+
+func newDialog(th render.Theme, keys keyMap, action reshard.Action, stream, shard, title string, choices []choice) *dialog {
 	sp := spinner.New(spinner.WithSpinner(spinner.MiniDot))
 	sp.Style = th.Accent
-	return &dialog{th: th, keys: keys, action: action, shard: shard, title: title, choices: choices, spin: sp}
+	return &dialog{th: th, keys: newDialogKeys(keys), action: action, stream: stream, shard: shard, title: title, choices: choices, spin: sp}
+}
+
+// Update takes a key, a spinner frame or an executor event.
+func (d *dialog) Update(msg tea.Msg) (request, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		return d.key(msg), nil
+	case spinner.TickMsg:
+		if d.stage != stageBusy && d.stage != stageRunning {
+			return request{}, nil
+		}
+		var cmd tea.Cmd
+		d.spin, cmd = d.spin.Update(msg)
+		return request{}, cmd
+	case reshard.Event:
+		d.event(msg)
+	}
+	return request{}, nil
+}
+
+// key handles a key at the current stage.
+func (d *dialog) key(k tea.KeyMsg) request {
+	switch d.stage {
+	case stageChoose:
+		switch {
+		case key.Matches(k, d.keys.Back), key.Matches(k, d.keys.Quit):
+			return request{kind: reqCancel}
+		case key.Matches(k, d.keys.Up):
+			d.cursor = clamp(d.cursor-1, 0, len(d.choices)-1)
+		case key.Matches(k, d.keys.Down):
+			d.cursor = clamp(d.cursor+1, 0, len(d.choices)-1)
+		case key.Matches(k, d.keys.Enter):
+			c := d.choices[d.cursor]
+			if c.kind == "percent" {
+				d.stage = stagePercent
+				d.input = lineInput{prompt: "Percent: ", limit: 40}
+				return request{}
+			}
+			return request{kind: reqChoose, choice: c}
+		}
+	case stagePercent:
+		submit, cancel := d.input.update(k)
+		switch {
+		case cancel:
+			return request{kind: reqCancel}
+		case submit:
+			p, err := lineage.ParsePercent(strings.TrimSpace(d.input.value))
+			if err != nil {
+				d.inErr = err.Error()
+				return request{}
+			}
+			return request{kind: reqPercent, percent: p}
+		default:
+			d.inErr = ""
+		}
+	case stageBusy:
+		if key.Matches(k, d.keys.Back) {
+			return request{kind: reqCancel}
+		}
+	case stagePreview:
+		switch {
+		case key.Matches(k, d.keys.Yes):
+			return request{kind: reqConfirm}
+		case key.Matches(k, d.keys.No), key.Matches(k, d.keys.Quit):
+			return request{kind: reqCancel}
+		default:
+			d.scroll(k)
+		}
+	case stageRunning:
+		if key.Matches(k, d.keys.Quit) {
+			return request{kind: reqQuit}
+		}
+	}
+	return request{}
+}
+
+// typing reports whether the dialog takes keys as text.
+func (d *dialog) typing() bool { return d.stage == stagePercent }
+
+// ShortHelp is the keys of the stage, for the help bar.
+func (d *dialog) ShortHelp() []key.Binding {
+	k := d.keys
+	switch d.stage {
+	case stageChoose:
+		return []key.Binding{move, k.Enter, k.Back}
+	case stagePercent:
+		return []key.Binding{k.Enter, k.Back}
+	case stagePreview:
+		return []key.Binding{k.Yes, k.No, move}
+	case stageBusy:
+		return []key.Binding{k.Back}
+	case stageRunning:
+		return []key.Binding{k.Quit}
+	}
+	return nil
+}
+
+// setBusy shows the spinner with what is being done (sampling).
+func (d *dialog) setBusy(text string) {
+	d.stage, d.busy = stageBusy, text
+}
+
+// setRunning shows the progress of the plan being run.
+func (d *dialog) setRunning(text string) {
+	d.stage, d.busy = stageRunning, text
+}
+
+// note adds a progress line and says what is being done now.
+func (d *dialog) note(line, busy string) {
+	d.progress = append(d.progress, line)
+	d.lastWait = false
+	d.busy = busy
+}
+
+// event adds the executor's progress: one line per event, one per wait
+// (each poll replaces the last).
+func (d *dialog) event(e reshard.Event) {
+	line := eventLine(e)
+	if n := len(d.progress); e.Kind == reshard.EventWait && n > 0 && d.lastWait {
+		d.progress[n-1] = line
+	} else {
+		d.progress = append(d.progress, line)
+	}
+	d.lastWait = e.Kind == reshard.EventWait
+	if e.Kind == reshard.EventWait {
+		d.busy = fmt.Sprintf("waiting for stream %s to be ACTIVE (%s, %.1fs)", d.stream, text.OrDash(string(e.Status)), e.Elapsed.Seconds())
+	}
 }
 
 // SetSize gives the dialog the body area.
@@ -170,44 +335,13 @@ func (d *dialog) View() []string {
 	return block(out, d.w, d.h)
 }
 
-// splitChoices are the three ways to split a shard.
-func splitChoices() []choice {
-	return []choice{
-		{label: "at the middle (50% of its hash range)", kind: "middle"},
-		{label: "at a percentage of its hash range…", kind: "percent"},
-		{label: "balanced: at the median hash of sampled traffic", kind: "balanced"},
-	}
-}
-
-// mergeChoices are the open neighbours of shard id, lower range first.
-func mergeChoices(g *lineage.Graph, id string) []choice {
-	open := g.Open()
-	var out []choice
-	for i, s := range open {
-		if s.ID != id {
-			continue
-		}
-		if i > 0 {
-			n := open[i-1]
-			out = append(out, choice{kind: "merge", neighbor: n.ID,
-				label: fmt.Sprintf("with the lower neighbour %s (%s of the key space)", lineage.ShortID(n.ID), render.FormatShare(n.Range.Fraction()))})
-		}
-		if i+1 < len(open) {
-			n := open[i+1]
-			out = append(out, choice{kind: "merge", neighbor: n.ID,
-				label: fmt.Sprintf("with the upper neighbour %s (%s of the key space)", lineage.ShortID(n.ID), render.FormatShare(n.Range.Fraction()))})
-		}
-	}
-	return out
-}
-
 // eventLine describes an executor event.
 func eventLine(e reshard.Event) string {
 	switch e.Kind {
 	case reshard.EventSend:
 		return fmt.Sprintf("step %d of %d: %s", e.Step, e.Total, e.Desc)
 	case reshard.EventWait:
-		return fmt.Sprintf("waiting for ACTIVE: %s after %.1fs", orDash(string(e.Status)), e.Elapsed.Seconds())
+		return fmt.Sprintf("waiting for ACTIVE: %s after %.1fs", text.OrDash(string(e.Status)), e.Elapsed.Seconds())
 	case reshard.EventDone:
 		s := fmt.Sprintf("step %d of %d done in %.1fs", e.Step, e.Total, e.Elapsed.Seconds())
 		if e.Done != nil && len(e.Done.Opened) > 0 {
@@ -218,13 +352,6 @@ func eventLine(e reshard.Event) string {
 	return e.Desc
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // shortList joins shard ids as short numbers: "3, 4".
 func shortList(ids []string) string {
 	s := make([]string, len(ids))
@@ -232,16 +359,4 @@ func shortList(ids []string) string {
 		s[i] = lineage.ShortID(id)
 	}
 	return strings.Join(s, ", ")
-}
-
-// andList names shard ids as short numbers: "3", "3 and 4", "3, 4 and 5".
-func andList(ids []string) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = lineage.ShortID(id)
-	}
-	if len(s) < 2 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }

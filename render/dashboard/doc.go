@@ -1,24 +1,38 @@
 // Package dashboard is the interactive terminal dashboard of
 // `kinesis-shards dashboard` (bubbletea).
 //
-// One root Model routes messages to small components, each with its own
-// Update/View/SetSize and key map: the stream picker, the lineage tree pane
-// (render.TreeLines, scrollable, the selected shard highlighted), the shard
-// table (state, key-space share, sampled records/s and bytes/s in, how far
-// behind the sampling reader is, the checkpoint position of a checkpoint
-// file), the live record pane, the split/merge dialog with its preview and
-// confirmation, the status line and the help bar.
+// One root Model (model.go: Init, Update, resize, layout, the keys) owns
+// small components, each with its own Update/View/SetSize and key map: the
+// stream picker, the lineage tree pane (render.TreeLines, scrollable, the
+// selected shard highlighted), the shard table (state, key-space share,
+// sampled records/s and bytes/s in, how far behind the sampling reader
+// is, the checkpoint position of a checkpoint file; one entry per column),
+// the live record pane, and the split/merge dialog with its preview and
+// confirmation, which hands back what only the root can do (plan, sample,
+// run, cancel). Besides its keys, the root routes each message to the part
+// it belongs to, each with its state in a struct of its own: the open
+// stream's listing and refreshes (stream.go), the sampling reader
+// (reader.go), and the split/merge flow (action.go).
 //
-// Every call to the service happens in a tea.Cmd, never inside Update: the
-// listing is refreshed on a timer, the live figures come from a tail.Tailer
-// started at the tip of every open shard (so it keeps tail's pacing: at most
-// one GetRecords per shard per poll interval while caught up, never more than
-// five a second), and reshards run through reshard.Executor, whose progress
-// events arrive as messages. Styles come from render.Theme only, so a theme
-// without colour (NO_COLOR, --no-color) gives plain text; the selected row
-// also carries a text mark (▸), so nothing depends on colour.
+// The dashboard reaches the service only through Backend, an interface it
+// declares in the domain's types (list streams, describe, list shards,
+// wait for ACTIVE, quota, sample, reshard, the sampling reader, the
+// checkpoint file and the KCL lease overlay); cmd implements it with the
+// real clients, tests in memory. Every call happens in a tea.Cmd, never
+// inside Update: the listing is refreshed on a timer, the live figures come
+// from Backend.Read (cmd's is a tail from the tip of every open shard, with
+// tail's pacing: at most one GetRecords per shard per poll interval while
+// caught up, never more than five a second), and a reshard's progress
+// events arrive as messages. A step that failed before it was sent is
+// looked for in a listing once the stream is ACTIVE (reshard.TookEffect,
+// as split and merge do): the answer may be all that was lost.
+//
+// Styles come from render.Theme only, so a theme without colour (NO_COLOR,
+// --no-color) gives plain text; the selected row also carries a text mark
+// (▸), so nothing depends on colour.
 //
 // Imports: render, lineage, reshard, tail, internal/kstream, bubbletea,
-// bubbles (key, spinner), lipgloss and x/ansi. Nothing here reads flags or
-// the environment: cmd/dashboard.go does that and fills Options.
+// bubbles (key, spinner), x/ansi and the standard library; no AWS SDK
+// package. Nothing here reads flags or the environment: cmd/dashboard.go
+// does that and fills Options.
 package dashboard

@@ -104,19 +104,6 @@ func formatRate(v float64) string {
 	return strconv.FormatFloat(v/1000, 'f', 1, 64) + "k"
 }
 
-// formatBytes prints a byte rate in binary units: "0 B", "512 B", "1.5 KiB", "2.0 MiB".
-func formatBytes(v float64) string {
-	switch {
-	case v < 1:
-		return "0 B"
-	case v < 1024:
-		return strconv.FormatFloat(v, 'f', 0, 64) + " B"
-	case v < 1024*1024:
-		return strconv.FormatFloat(v/1024, 'f', 1, 64) + " KiB"
-	}
-	return strconv.FormatFloat(v/(1024*1024), 'f', 1, 64) + " MiB"
-}
-
 // formatBehind prints how far behind the tip a reader is: "0s", "850ms", "12s", "3m20s".
 func formatBehind(d time.Duration) string {
 	switch {

@@ -9,16 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
+	"github.com/kinesis-shards/kinesis-shards/reshard"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
 
@@ -27,28 +27,100 @@ var clock = time.Date(2026, 11, 30, 10, 0, 5, 0, time.UTC)
 
 func fixedNow() time.Time { return clock }
 
-// fakeAPI adds ListStreams to the in-memory Kinesis.
-type fakeAPI struct {
+// fakeBackend is a Backend over the in-memory Kinesis: the calls the
+// commands make, on internal/kinesistest/fake, with a stream list and a
+// lease overlay of the test's own.
+type fakeBackend struct {
 	*fake.Fake
 	mu      sync.Mutex
 	names   []string
 	listErr error
+	leases  func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error)
+	// lost, when set, is what SplitShard and MergeShards return after
+	// taking effect: the answer to the call is lost.
+	lost error
 }
 
-func (f *fakeAPI) ListStreams(ctx context.Context, in *kinesis.ListStreamsInput, _ ...func(*kinesis.Options)) (*kinesis.ListStreamsOutput, error) {
+var _ Backend = (*fakeBackend)(nil)
+
+func (f *fakeBackend) ListStreams(ctx context.Context) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.listErr != nil {
 		return nil, f.listErr
 	}
-	out := &kinesis.ListStreamsOutput{HasMoreStreams: aws.Bool(false)}
-	for _, n := range f.names {
-		out.StreamSummaries = append(out.StreamSummaries, types.StreamSummary{StreamName: aws.String(n)})
-	}
-	return out, nil
+	return slices.Clone(f.names), nil
 }
 
-func (f *fakeAPI) addStream(name string, n int) {
+func (f *fakeBackend) Describe(ctx context.Context, ref kstream.Ref) (*kstream.Summary, error) {
+	return kstream.Describe(ctx, f.Fake, ref)
+}
+
+func (f *fakeBackend) ListShards(ctx context.Context, ref kstream.Ref) (*lineage.Graph, error) {
+	return lineage.Load(ctx, f.Fake, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
+}
+
+func (f *fakeBackend) WaitActive(ctx context.Context, ref kstream.Ref, o kstream.WaitOptions) (*kstream.Summary, error) {
+	return kstream.WaitActive(ctx, f.Fake, ref, o)
+}
+
+func (f *fakeBackend) Quota(ctx context.Context) (*reshard.Quota, error) {
+	return reshard.LoadQuota(ctx, f.Fake)
+}
+
+func (f *fakeBackend) Sample(ctx context.Context, ref kstream.Ref, shards []*lineage.Shard, o reshard.SampleOptions) (*reshard.Sample, error) {
+	return reshard.SampleTraffic(ctx, f.Fake, ref, shards, o)
+}
+
+func (f *fakeBackend) Reshard(ctx context.Context, ref kstream.Ref, p *reshard.Plan, o ReshardOptions) (*reshard.Result, error) {
+	var api reshard.API = f.Fake
+	if f.lost != nil {
+		api = answerLost{f.Fake, f.lost}
+	}
+	x := &reshard.Executor{API: api, Stream: ref, Wait: o.Wait, OnEvent: o.OnEvent}
+	return x.Run(ctx, p)
+}
+
+func (f *fakeBackend) Read(ctx context.Context, ref kstream.Ref, o ReadOptions) error {
+	opts := tail.Options{StreamName: ref.Name, StreamARN: ref.ARN, Start: tail.StartLatest, PollInterval: o.PollInterval, OnPoll: o.OnPoll}
+	deliver := func(batch []tail.Record) error {
+		o.OnRecords(batch)
+		return nil
+	}
+	_, err := tail.New(f.Fake, tail.NewMemoryStore(nil), opts, deliver).Run(ctx)
+	return err
+}
+
+func (f *fakeBackend) ReadCheckpoint(path string) (tail.StreamIdentity, map[string]tail.Position, error) {
+	return tail.ReadCheckpoint(path)
+}
+
+func (f *fakeBackend) Leases(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
+	return f.leases(ctx, g, sum)
+}
+
+// answerLost makes the reshard calls and then returns err, as a client
+// does whose connection drops after the call was sent.
+type answerLost struct {
+	*fake.Fake
+	err error
+}
+
+func (a answerLost) SplitShard(ctx context.Context, in *kinesis.SplitShardInput, o ...func(*kinesis.Options)) (*kinesis.SplitShardOutput, error) {
+	if _, err := a.Fake.SplitShard(ctx, in, o...); err != nil {
+		return nil, err
+	}
+	return nil, a.err
+}
+
+func (a answerLost) MergeShards(ctx context.Context, in *kinesis.MergeShardsInput, o ...func(*kinesis.Options)) (*kinesis.MergeShardsOutput, error) {
+	if _, err := a.Fake.MergeShards(ctx, in, o...); err != nil {
+		return nil, err
+	}
+	return nil, a.err
+}
+
+func (f *fakeBackend) addStream(name string, n int) {
 	f.AddStream(name, n)
 	f.mu.Lock()
 	f.names = append(f.names, name)
@@ -58,9 +130,9 @@ func (f *fakeAPI) addStream(name string, n int) {
 
 // newFake returns a fake with stream "orders": shards 0, 1, 2 (thirds);
 // 1 split into 3 and 4; 4 merged with 2 into 5. Open: 0, 3, 5.
-func newFake(t *testing.T) *fakeAPI {
+func newFake(t *testing.T) *fakeBackend {
 	t.Helper()
-	f := &fakeAPI{Fake: fake.New()}
+	f := &fakeBackend{Fake: fake.New()}
 	f.Now = fixedNow
 	f.addStream("orders", 3)
 	f.addStream("audit-log", 1)
@@ -70,9 +142,9 @@ func newFake(t *testing.T) *fakeAPI {
 	return f
 }
 
-func testOptions(api API, stream string) Options {
+func testOptions(b Backend, stream string) Options {
 	o := Options{
-		API:             api,
+		Backend:         b,
 		Theme:           render.NewTheme(false),
 		Now:             fixedNow,
 		Location:        time.UTC,
@@ -235,12 +307,12 @@ func (d *driver) mustNotContain(bad ...string) {
 // loaded waits for the first listing.
 func (d *driver) loaded() {
 	d.t.Helper()
-	d.until("the listing", func() bool { return d.m.graph != nil && !d.m.loading })
+	d.until("the listing", func() bool { return d.m.stream.graph != nil && !d.m.stream.loading })
 	d.settle()
 }
 
 // putKeys writes n records with keys k0..k(n-1) to the stream.
-func putKeys(f *fakeAPI, stream string, n int) {
+func putKeys(f *fakeBackend, stream string, n int) {
 	for i := range n {
 		f.Put(stream, "k"+itoa(i), []byte(`{"n":`+itoa(i)+`}`))
 	}

@@ -108,7 +108,7 @@ func TestDashboardNavigation(t *testing.T) {
 	// A refresh keeps the selection; a split elsewhere shows up.
 	f.SplitHalf("orders", "shardId-000000000000")
 	d.keys("r")
-	d.until("the new listing", func() bool { return m.graph.Len() == 8 })
+	d.until("the new listing", func() bool { return m.stream.graph.Len() == 8 })
 	if m.selected != "shardId-000000000003" {
 		t.Fatalf("selection lost on refresh: %q", m.selected)
 	}
@@ -126,13 +126,13 @@ func TestDashboardPicker(t *testing.T) {
 	d.mustContain("/or", "orders", "1 of 3 streams match \"or\"")
 	d.mustNotContain("clicks")
 	d.keys("enter")
-	if d.m.filtering || d.m.filter != "or" {
-		t.Fatalf("filter after enter: filtering %v, %q", d.m.filtering, d.m.filter)
+	if d.m.filter.typing || d.m.filter.value != "or" {
+		t.Fatalf("filter after enter: filtering %v, %q", d.m.filter.typing, d.m.filter.value)
 	}
 	d.keys("enter")
 	d.loaded()
-	if d.m.screen != screenStream || d.m.ref.Name != "orders" {
-		t.Fatalf("screen %d, stream %q", d.m.screen, d.m.ref.Name)
+	if d.m.screen != screenStream || d.m.stream.ref.Name != "orders" {
+		t.Fatalf("screen %d, stream %q", d.m.screen, d.m.stream.ref.Name)
 	}
 	d.mustContain("orders", "3 open / 6 shards")
 
@@ -173,10 +173,10 @@ func TestDashboardSplitMiddle(t *testing.T) {
 	d.keys("s")
 	d.mustContain("Split shard 5 (50% of the key space)", "▸ at the middle", "balanced")
 	d.keys("enter")
-	if d.m.dialog == nil || d.m.dialog.stage != stagePreview {
+	if d.m.action.dialog == nil || d.m.action.dialog.stage != stagePreview {
 		t.Fatalf("no preview:\n%s", d.screen())
 	}
-	sh := d.m.graph.Shard("shardId-000000000005")
+	sh := d.m.stream.graph.Shard("shardId-000000000005")
 	k := sh.Range.Midpoint()
 	d.mustContain("Stream orders: split shardId-000000000005 at 50% of its range", "Before (3 open shards):",
 		"-  shardId-000000000005", "After (4 open shards):", "+  (new)", "25%",
@@ -185,7 +185,7 @@ func TestDashboardSplitMiddle(t *testing.T) {
 		t.Fatal("SplitShard sent before confirmation")
 	}
 	d.keys("y")
-	d.until("the split", func() bool { return d.m.dialog == nil })
+	d.until("the split", func() bool { return d.m.action.dialog == nil })
 	d.settle()
 	if f.Calls("SplitShard") != 1 {
 		t.Fatalf("%d SplitShard calls", f.Calls("SplitShard"))
@@ -211,22 +211,22 @@ func TestDashboardSplitPercent(t *testing.T) {
 	d.mustContain("Percent: ")
 	// A bad percentage is refused in the dialog, which stays open.
 	d.keys("1", "2", "0", "enter")
-	if d.m.dialog == nil || d.m.dialog.stage != stagePercent || !strings.Contains(d.m.dialog.inErr, "out of range") {
-		t.Fatalf("after 120: %+v", d.m.dialog)
+	if d.m.action.dialog == nil || d.m.action.dialog.stage != stagePercent || !strings.Contains(d.m.action.dialog.inErr, "out of range") {
+		t.Fatalf("after 120: %+v", d.m.action.dialog)
 	}
 	d.mustContain("percentage \"120\" is out of range")
 	d.keys("ctrl+u", "2", "5", "enter")
-	if d.m.dialog == nil || d.m.dialog.stage != stagePreview {
+	if d.m.action.dialog == nil || d.m.action.dialog.stage != stagePreview {
 		t.Fatalf("no preview:\n%s", d.screen())
 	}
-	want := d.m.graph.Shard("shardId-000000000000").Range.KeyAtPercent(mustPercent(t, "25"))
-	if got := *d.m.dialog.plan.Steps[0].Args.NewStartingHashKey; got != want {
+	want := d.m.stream.graph.Shard("shardId-000000000000").Range.KeyAtPercent(mustPercent(t, "25"))
+	if got := *d.m.action.dialog.plan.Steps[0].Args.NewStartingHashKey; got != want {
 		t.Fatalf("split key %s, want %s", got, want)
 	}
 	d.mustContain("at 25% of its range")
 	d.keys("n")
-	if d.m.dialog != nil || f.Calls("SplitShard") != 0 {
-		t.Fatalf("n did not cancel: dialog %v, %d calls", d.m.dialog, f.Calls("SplitShard"))
+	if d.m.action.dialog != nil || f.Calls("SplitShard") != 0 {
+		t.Fatalf("n did not cancel: dialog %v, %d calls", d.m.action.dialog, f.Calls("SplitShard"))
 	}
 	if got := d.statusText(); got != "cancelled: nothing was changed" {
 		t.Fatalf("status %q", got)
@@ -254,8 +254,8 @@ func TestDashboardCancel(t *testing.T) {
 		{"m", "q"},                 // q cancels a dialog, it does not quit
 	} {
 		d.keys(keys...)
-		if d.m.dialog != nil || d.quit {
-			t.Fatalf("%v: dialog %v, quit %v", keys, d.m.dialog, d.quit)
+		if d.m.action.dialog != nil || d.quit {
+			t.Fatalf("%v: dialog %v, quit %v", keys, d.m.action.dialog, d.quit)
 		}
 		if got := d.statusText(); got != "cancelled: nothing was changed" {
 			t.Fatalf("%v: status %q", keys, got)
@@ -270,18 +270,18 @@ func TestDashboardCancel(t *testing.T) {
 		return nil
 	}
 	d.keys("s", "j", "j", "enter")
-	if d.m.dialog == nil || d.m.dialog.stage != stageBusy {
-		t.Fatalf("not sampling: %+v, status %q", d.m.dialog, d.statusText())
+	if d.m.action.dialog == nil || d.m.action.dialog.stage != stageBusy {
+		t.Fatalf("not sampling: %+v, status %q", d.m.action.dialog, d.statusText())
 	}
 	d.mustContain("sampling the recent traffic of shard 0")
 	d.keys("esc")
-	if d.m.dialog != nil || d.statusText() != "cancelled: nothing was changed" {
-		t.Fatalf("esc while sampling: dialog %v, status %q", d.m.dialog, d.statusText())
+	if d.m.action.dialog != nil || d.statusText() != "cancelled: nothing was changed" {
+		t.Fatalf("esc while sampling: dialog %v, status %q", d.m.action.dialog, d.statusText())
 	}
 	time.Sleep(500 * time.Millisecond)
 	d.settle()
-	if d.m.dialog != nil || d.statusText() != "cancelled: nothing was changed" {
-		t.Fatalf("after the late sample: dialog %v, status %q", d.m.dialog, d.statusText())
+	if d.m.action.dialog != nil || d.statusText() != "cancelled: nothing was changed" {
+		t.Fatalf("after the late sample: dialog %v, status %q", d.m.action.dialog, d.statusText())
 	}
 	if n := f.Calls("SplitShard") + f.Calls("MergeShards"); n != 0 {
 		t.Fatalf("%d reshard calls", n)
@@ -301,7 +301,7 @@ func TestDashboardMerge(t *testing.T) {
 		"-  shardId-000000000005", "+  (new)", "66.67%",
 		"1. MergeShards ShardToMerge=shardId-000000000003 AdjacentShardToMerge=shardId-000000000005", "Send 1 call to stream orders? [y/N]")
 	d.keys("y")
-	d.until("the merge", func() bool { return d.m.dialog == nil })
+	d.until("the merge", func() bool { return d.m.action.dialog == nil })
 	d.settle()
 	if got := strings.Join(f.OpenShards("orders"), ","); got != "shardId-000000000000,shardId-000000000006" {
 		t.Fatalf("open %s", got)
@@ -326,8 +326,8 @@ func TestDashboardBalancedSplit(t *testing.T) {
 	d.loaded()
 	d.keys("tab", "j", "j") // shard 5
 	d.keys("s", "j", "j", "enter")
-	d.until("the preview", func() bool { return d.m.dialog != nil && d.m.dialog.stage == stagePreview })
-	p := d.m.dialog.plan
+	d.until("the preview", func() bool { return d.m.action.dialog != nil && d.m.action.dialog.stage == stagePreview })
+	p := d.m.action.dialog.plan
 	if p.Sample == nil || !strings.Contains(p.Description, "median hash of") {
 		t.Fatalf("plan %q without the sample", p.Description)
 	}
@@ -339,7 +339,7 @@ func TestDashboardBalancedSplit(t *testing.T) {
 		}
 	}
 	d.keys("y")
-	d.until("the split", func() bool { return d.m.dialog == nil })
+	d.until("the split", func() bool { return d.m.action.dialog == nil })
 	if f.Calls("SplitShard") != 1 {
 		t.Fatalf("%d SplitShard calls", f.Calls("SplitShard"))
 	}
@@ -351,7 +351,7 @@ func TestDashboardRefusals(t *testing.T) {
 	d.loaded()
 	// Shard 1 is closed: the planner's sentence, nothing sent.
 	d.keys("j", "s")
-	if d.m.dialog != nil {
+	if d.m.action.dialog != nil {
 		t.Fatal("dialog for a closed shard")
 	}
 	if got := d.statusText(); !strings.Contains(got, "error: shard shardId-000000000001 of stream orders is closed") {
@@ -382,7 +382,7 @@ func TestDashboardShardQuota(t *testing.T) {
 	d.keys("tab", "j", "j", "s", "enter")
 	d.mustContain("Note: The account has 6 of its 7-shard quota in this region open; this opens up to 1 more shard.")
 	d.keys("y")
-	d.until("the split", func() bool { return d.m.dialog == nil })
+	d.until("the split", func() bool { return d.m.action.dialog == nil })
 	d.settle()
 	if f.Calls("SplitShard") != 1 || f.Calls("DescribeLimits") != 2 {
 		t.Fatalf("SplitShard %d, DescribeLimits %d", f.Calls("SplitShard"), f.Calls("DescribeLimits"))
@@ -393,7 +393,7 @@ func TestDashboardShardQuota(t *testing.T) {
 		t.Fatalf("a timed refresh read the quota (%d calls)", n)
 	}
 	d.keys("s")
-	if d.m.dialog != nil {
+	if d.m.action.dialog != nil {
 		t.Fatal("split dialog with the quota full")
 	}
 	want := "error: this split of stream orders opens up to 1 more shard, but the account has 7 of its 7-shard quota in this region open (0 free)"
@@ -444,7 +444,7 @@ func TestDashboardReadOnly(t *testing.T) {
 	d.keys("?")
 	d.mustNotContain("split the selected shard", "merge the selected")
 	d.keys("x", "s", "m")
-	if d.m.dialog != nil {
+	if d.m.action.dialog != nil {
 		t.Fatal("a dialog in read-only mode")
 	}
 	if got := d.statusText(); !strings.Contains(got, "read-only") {
@@ -466,7 +466,7 @@ func TestDashboardServiceErrors(t *testing.T) {
 		return nil
 	}
 	d.keys("s", "enter", "y")
-	d.until("the failure", func() bool { return d.m.dialog == nil })
+	d.until("the failure", func() bool { return d.m.action.dialog == nil })
 	got := d.statusText()
 	if !strings.HasPrefix(got, "error: step 1 of 1 (SplitShard shardId-000000000000 at hash key") ||
 		!strings.Contains(got, "failed: ") || !strings.Contains(got, "Rate exceeded for stream orders") {
@@ -557,7 +557,7 @@ func TestDashboardResize(t *testing.T) {
 	f.SplitHalf("orders", "shardId-000000000006")
 	f.SplitHalf("orders", "shardId-000000000008")
 	d.keys("r")
-	d.until("the listing", func() bool { return d.m.graph.Len() == 12 })
+	d.until("the listing", func() bool { return d.m.stream.graph.Len() == 12 })
 	d.send(tea.WindowSizeMsg{Width: 80, Height: 12})
 	d.keys("tab", "tab", "G")
 	if !strings.Contains(d.screen(), "▸") {
@@ -638,7 +638,7 @@ func TestDashboardCheckpoint(t *testing.T) {
 	o.Checkpoint = path
 	d := newDriver(t, o, 120, 40)
 	d.loaded()
-	d.until("the checkpoint", func() bool { return d.m.checkpt != nil })
+	d.until("the checkpoint", func() bool { return d.m.stream.checkpt != nil })
 	d.keys("tab", "j", "j") // select 5
 	d.mustContain("CHECKPOINT")
 	if row := lineOf(t, d.screen(), "  3      open"); !strings.HasSuffix(strings.TrimSpace(row), "…5989136588898") {
@@ -700,27 +700,11 @@ func TestDashboardProgress(t *testing.T) {
 	d := newDriver(t, testOptions(f, "orders"), 120, 40)
 	d.loaded()
 	// After the split the stream stays UPDATING for a few polls.
-	var mu sync.Mutex
-	polls := 0
-	f.Hook = func(op string, _ any) error {
-		if op != "DescribeStreamSummary" || f.Calls("SplitShard") == 0 {
-			return nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		polls++
-		if polls < 20 {
-			f.SetStatus("orders", types.StreamStatusUpdating)
-			time.Sleep(30 * time.Millisecond)
-		} else {
-			f.SetStatus("orders", types.StreamStatusActive)
-		}
-		return nil
-	}
+	updatingAfterReshard(f, 30*time.Millisecond)
 	d.keys("s", "enter")
 	d.send(keyMsg("y"))
 	d.until("the wait", func() bool {
-		return d.m.dialog != nil && strings.Contains(strings.Join(d.m.dialog.progress, "\n"), "waiting for ACTIVE: UPDATING")
+		return d.m.action.dialog != nil && strings.Contains(strings.Join(d.m.action.dialog.progress, "\n"), "waiting for ACTIVE: UPDATING")
 	})
 	d.mustContain("Split shard 0", "step 1 of 1: SplitShard shardId-000000000000 at hash key", "waiting for stream orders to be ACTIVE (UPDATING")
 	// q while the change runs only warns.
@@ -731,7 +715,7 @@ func TestDashboardProgress(t *testing.T) {
 	if got := d.statusText(); !strings.Contains(got, "press q again to quit") {
 		t.Fatalf("status %q", got)
 	}
-	d.until("the end", func() bool { return d.m.dialog == nil })
+	d.until("the end", func() bool { return d.m.action.dialog == nil })
 	if got := d.statusText(); got != "split 0 into 6 and 7; the stream is ACTIVE" {
 		t.Fatalf("status %q", got)
 	}
@@ -739,8 +723,8 @@ func TestDashboardProgress(t *testing.T) {
 }
 
 func TestDashboardProgressLines(t *testing.T) {
-	d := newDialog(newTheme(), newKeyMap(), reshard.ActionSplit, "shardId-000000000000", "Split", nil)
-	m := &Model{dialog: d, actionSeq: 1, th: newTheme()}
+	d := newDialog(newTheme(), newKeyMap(), reshard.ActionSplit, "orders", "shardId-000000000000", "Split", nil)
+	m := &Model{action: actionState{dialog: d, seq: 1}, th: newTheme()}
 	d.stage = stageRunning
 	for _, ev := range []reshard.Event{
 		{Kind: reshard.EventSend, Step: 1, Total: 1, Desc: "SplitShard x"},
@@ -803,7 +787,8 @@ func TestDashboardLeaseOverlay(t *testing.T) {
 	o := testOptions(f, "orders")
 	calls := 0
 	fail := false
-	o.Leases = func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
+	o.LeaseOverlay = true
+	f.leases = func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
 		calls++
 		if fail {
 			return nil, errors.New("lease table gone")
@@ -823,4 +808,98 @@ func TestDashboardLeaseOverlay(t *testing.T) {
 	fail = true
 	d.keys("r")
 	d.until("the warning", func() bool { return strings.Contains(d.statusText(), "lease table: lease table gone") })
+}
+
+// A split or merge whose answer is lost (the call took effect, then the
+// connection dropped) is looked for in the listing once the stream is
+// ACTIVE again, as the commands look: done, with a warning, not an error.
+func TestDashboardLostAnswer(t *testing.T) {
+	lost := errors.New("read tcp 127.0.0.1:4567: connection reset by peer")
+	for _, tc := range []struct {
+		name   string
+		keys   []string
+		status string
+		open   string
+	}{
+		{name: "split", keys: []string{"s", "enter"},
+			status: "split 0 into 6 and 7; the stream is ACTIVE (SplitShard took effect although no answer came: read tcp 127.0.0.1:4567: connection reset by peer)",
+			open:   "shardId-000000000006,shardId-000000000007,shardId-000000000003,shardId-000000000005"},
+		{name: "merge", keys: []string{"tab", "j", "m", "j", "enter"},
+			status: "merged 3 and 5 into 6; the stream is ACTIVE (MergeShards took effect although no answer came: read tcp 127.0.0.1:4567: connection reset by peer)",
+			open:   "shardId-000000000000,shardId-000000000006"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			d := newDriver(t, testOptions(f, "orders"), 120, 40)
+			d.loaded()
+			f.lost = lost
+			// The stream is UPDATING for a while after the call, so the
+			// check waits for ACTIVE before it lists.
+			updatingAfterReshard(f, 20*time.Millisecond)
+			d.keys(tc.keys...)
+			d.send(keyMsg("y"))
+			d.until("the check", func() bool {
+				return d.m.action.dialog != nil && strings.Contains(strings.Join(d.m.action.dialog.progress, "\n"), "no answer came")
+			})
+			d.mustContain("step 1 of 1: no answer came (read tcp 127.0.0.1:4567: connection reset by peer)",
+				"waiting for stream orders to be ACTIVE to see whether step 1 took effect")
+			d.until("the end", func() bool { return d.m.action.dialog == nil })
+			d.settle()
+			if got := d.statusText(); got != tc.status || d.m.status.kind != statusWarn {
+				t.Fatalf("status %q (kind %d)", got, d.m.status.kind)
+			}
+			if got := strings.Join(f.OpenShards("orders"), ","); got != tc.open {
+				t.Fatalf("open %s", got)
+			}
+			if n := f.Calls("SplitShard") + f.Calls("MergeShards"); n != 1 {
+				t.Fatalf("%d reshard calls", n)
+			}
+			if d.m.selected != "shardId-000000000006" {
+				t.Fatalf("selected %q", d.m.selected)
+			}
+		})
+	}
+	// The answer is lost and the call did not take effect: the error, as
+	// before, and nothing changed.
+	f := newFake(t)
+	d := newDriver(t, testOptions(f, "orders"), 120, 40)
+	d.loaded()
+	f.Hook = func(op string, _ any) error {
+		if op == "SplitShard" {
+			return lost
+		}
+		return nil
+	}
+	d.keys("s", "enter", "y")
+	d.until("the failure", func() bool { return d.m.action.dialog == nil })
+	want := "error: step 1 of 1 (SplitShard shardId-000000000000 at hash key 56713727820156410577229101238628035242) failed: read tcp 127.0.0.1:4567: connection reset by peer"
+	if got := d.statusText(); got != want {
+		t.Fatalf("status %q", got)
+	}
+	if len(f.OpenShards("orders")) != 3 {
+		t.Fatal("the layout changed")
+	}
+}
+
+// updatingAfterReshard makes stream orders answer UPDATING to the first 19
+// DescribeStreamSummary calls after a SplitShard or MergeShards, each
+// taking pause, then ACTIVE.
+func updatingAfterReshard(f *fakeBackend, pause time.Duration) {
+	var mu sync.Mutex
+	polls := 0
+	f.Hook = func(op string, _ any) error {
+		if op != "DescribeStreamSummary" || f.Calls("SplitShard")+f.Calls("MergeShards") == 0 {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		polls++
+		if polls < 20 {
+			f.SetStatus("orders", types.StreamStatusUpdating)
+			time.Sleep(pause)
+		} else {
+			f.SetStatus("orders", types.StreamStatusActive)
+		}
+		return nil
+	}
 }

@@ -16,12 +16,12 @@ func TestDashboardSamplingReader(t *testing.T) {
 	o.PollInterval = 300 * time.Millisecond
 	d := newDriver(t, o, 120, 40)
 	d.loaded()
-	if !d.m.reading {
+	if !d.m.reader.reading {
 		t.Fatal("no reader after the first listing")
 	}
 	// Every open shard is polled; closed shards never are.
-	d.until("a poll of every open shard", func() bool { return len(d.m.figs.shards) == 3 })
-	for id := range d.m.figs.shards {
+	d.until("a poll of every open shard", func() bool { return len(d.m.reader.figs.shards) == 3 })
+	for id := range d.m.reader.figs.shards {
 		if !slices.Contains(f.OpenShards("orders"), id) {
 			t.Fatalf("the reader polled %s, which is closed", id)
 		}
@@ -50,8 +50,8 @@ func TestDashboardSamplingReader(t *testing.T) {
 
 	// p: no calls at all while paused.
 	d.keys("p")
-	if d.m.reading || !d.m.paused {
-		t.Fatalf("after p: reading %v, paused %v", d.m.reading, d.m.paused)
+	if d.m.reader.reading || !d.m.reader.paused {
+		t.Fatalf("after p: reading %v, paused %v", d.m.reader.reading, d.m.reader.paused)
 	}
 	d.mustContain("paused (p resumes)", "p resume")
 	time.Sleep(400 * time.Millisecond) // a call in flight ends
@@ -63,8 +63,8 @@ func TestDashboardSamplingReader(t *testing.T) {
 	}
 	// p again: a new reader from the tip.
 	d.keys("p")
-	if !d.m.reading || d.m.paused {
-		t.Fatalf("after p p: reading %v, paused %v", d.m.reading, d.m.paused)
+	if !d.m.reader.reading || d.m.reader.paused {
+		t.Fatalf("after p p: reading %v, paused %v", d.m.reader.reading, d.m.reader.paused)
 	}
 	d.until("polls again", func() bool { return f.Calls("GetRecords") > before })
 	putKeys(f, "orders", 3)
@@ -80,8 +80,8 @@ func TestDashboardStartsPaused(t *testing.T) {
 	o.PollInterval = 300 * time.Millisecond
 	d := newDriver(t, o, 120, 40)
 	d.loaded()
-	if d.m.reading || !d.m.paused {
-		t.Fatalf("reading %v, paused %v", d.m.reading, d.m.paused)
+	if d.m.reader.reading || !d.m.reader.paused {
+		t.Fatalf("reading %v, paused %v", d.m.reader.reading, d.m.reader.paused)
 	}
 	d.mustContain("paused (p resumes)")
 	time.Sleep(700 * time.Millisecond)
@@ -90,10 +90,10 @@ func TestDashboardStartsPaused(t *testing.T) {
 		t.Fatalf("%d reads while started paused", n)
 	}
 	d.keys("p")
-	if !d.m.reading || d.m.paused {
-		t.Fatalf("after p: reading %v, paused %v", d.m.reading, d.m.paused)
+	if !d.m.reader.reading || d.m.reader.paused {
+		t.Fatalf("after p: reading %v, paused %v", d.m.reader.reading, d.m.reader.paused)
 	}
-	d.until("a poll of every open shard", func() bool { return len(d.m.figs.shards) == 3 })
+	d.until("a poll of every open shard", func() bool { return len(d.m.reader.figs.shards) == 3 })
 	putKeys(f, "orders", 4)
 	d.until("the records", func() bool { return d.m.records.seen == 4 })
 }

@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/tail"
@@ -118,13 +119,66 @@ func (t *shardTable) Update(k tea.KeyMsg) bool {
 	return t.cursor != before
 }
 
-// Columns: SHARD STATE SHARE REC/S IN/S BEHIND [CHECKPOINT].
-var tableHeaders = []string{"SHARD", "STATE", "SHARE", "REC/S", "IN/S", "BEHIND", "CHECKPOINT"}
-
-// right-aligned columns
-var tableRight = []bool{false, false, true, true, true, true, false}
+// column is one column of the shard table, drawn from the listing and
+// what tableData carries (the live figures, a checkpoint's positions). A
+// new column, say a consumer's lag from another source of positions, is
+// one more entry in tableColumns and, for its data, a field of tableData.
+type column struct {
+	header string
+	right  bool // right-aligned
+	// natural is the column's width in the side-by-side layout.
+	natural int
+	// cell is the shard's value; style, when set, draws it on a row that
+	// is not selected.
+	cell  func(s *lineage.Shard, d tableData) string
+	style func(th render.Theme, s *lineage.Shard, v string) string
+}
 
 const checkpointWidth = 14
+
+// tableColumns are SHARD STATE SHARE REC/S IN/S BEHIND, and CHECKPOINT
+// with --checkpoint.
+func tableColumns(checkpoint bool) []column {
+	dim := func(th render.Theme, _ *lineage.Shard, v string) string { return th.Dim.Render(v) }
+	// figure is a live figure: for open shards the reader has polled; "…"
+	// for open shards it has not polled yet.
+	figure := func(f func(shardSnap) string) func(*lineage.Shard, tableData) string {
+		return func(s *lineage.Shard, d tableData) string {
+			if sn, ok := d.snap[s.ID]; ok && sn.ok && s.IsOpen() {
+				return f(sn)
+			}
+			if s.IsOpen() && d.sampling {
+				return "…"
+			}
+			return "-"
+		}
+	}
+	cols := []column{
+		{header: "SHARD", natural: 6, cell: func(s *lineage.Shard, _ tableData) string { return lineage.ShortID(s.ID) },
+			style: func(th render.Theme, s *lineage.Shard, v string) string {
+				if !s.IsOpen() {
+					return th.Dim.Render(v)
+				}
+				return v
+			}},
+		{header: "STATE", natural: 6, cell: func(s *lineage.Shard, _ tableData) string { return s.State.String() },
+			style: func(th render.Theme, s *lineage.Shard, v string) string { return stateStyle(th, s.State).Render(v) }},
+		{header: "SHARE", right: true, natural: 6, style: dim, cell: func(s *lineage.Shard, _ tableData) string {
+			if s.State == lineage.StateTrimmed {
+				return "-"
+			}
+			return render.FormatShare(s.Range.Fraction())
+		}},
+		{header: "REC/S", right: true, natural: 5, cell: figure(func(sn shardSnap) string { return formatRate(sn.recs) })},
+		{header: "IN/S", right: true, natural: 11, cell: figure(func(sn shardSnap) string { return text.Bytes(sn.bytes) + "/s" })},
+		{header: "BEHIND", right: true, natural: 6, cell: figure(func(sn shardSnap) string { return formatBehind(sn.behind) })},
+	}
+	if checkpoint {
+		cols = append(cols, column{header: "CHECKPOINT", natural: checkpointWidth, style: dim,
+			cell: func(s *lineage.Shard, d tableData) string { return formatPosition(d.checkpoint[s.ID]) }})
+	}
+	return cols
+}
 
 // View draws the header and the visible rows.
 func (t *shardTable) View(d tableData) []string {
@@ -132,33 +186,17 @@ func (t *shardTable) View(d tableData) []string {
 	if t.g == nil {
 		return block([]string{th.Dim.Render("  listing shards…")}, t.w, t.h)
 	}
-	ncol := 6
-	if d.checkpoint != nil {
-		ncol = 7
-	}
+	cols := tableColumns(d.checkpoint != nil)
 	cells := make([][]string, len(t.shown))
-	width := make([]int, ncol)
-	for c := range ncol {
-		width[c] = len(tableHeaders[c])
+	width := make([]int, len(cols))
+	for c, col := range cols {
+		width[c] = len(col.header)
 	}
 	for i, s := range t.shown {
-		row := make([]string, ncol)
-		row[0] = lineage.ShortID(s.ID)
-		row[1] = s.State.String()
-		row[2], row[3], row[4], row[5] = "-", "-", "-", "-"
-		if s.State != lineage.StateTrimmed {
-			row[2] = render.FormatShare(s.Range.Fraction())
-		}
-		if sn, ok := d.snap[s.ID]; ok && sn.ok && s.IsOpen() {
-			row[3], row[4], row[5] = formatRate(sn.recs), formatBytes(sn.bytes)+"/s", formatBehind(sn.behind)
-		} else if s.IsOpen() && d.sampling {
-			row[3], row[4], row[5] = "…", "…", "…"
-		}
-		if ncol == 7 {
-			row[6] = formatPosition(d.checkpoint[s.ID])
-		}
-		for c, v := range row {
-			width[c] = max(width[c], ansi.StringWidth(v))
+		row := make([]string, len(cols))
+		for c, col := range cols {
+			row[c] = col.cell(s, d)
+			width[c] = max(width[c], ansi.StringWidth(row[c]))
 		}
 		cells[i] = row
 	}
@@ -170,7 +208,7 @@ func (t *shardTable) View(d tableData) []string {
 				b.WriteString("  ")
 			}
 			pad := strings.Repeat(" ", width[c]-ansi.StringWidth(v))
-			if tableRight[c] {
+			if cols[c].right {
 				b.WriteString(pad + style(c, v))
 			} else {
 				b.WriteString(style(c, v) + pad)
@@ -178,8 +216,12 @@ func (t *shardTable) View(d tableData) []string {
 		}
 		return b.String()
 	}
+	headers := make([]string, len(cols))
+	for c, col := range cols {
+		headers[c] = col.header
+	}
 	out := make([]string, 0, t.h)
-	out = append(out, line(tableHeaders[:ncol], func(_ int, s string) string { return th.Header.Render(s) }))
+	out = append(out, line(headers, func(_ int, s string) string { return th.Header.Render(s) }))
 	sel := t.selected()
 	end := min(t.offset+t.bodyHeight(), len(t.shown))
 	for i := t.offset; i < end; i++ {
@@ -190,17 +232,10 @@ func (t *shardTable) View(d tableData) []string {
 			continue
 		}
 		out = append(out, line(cells[i], func(c int, v string) string {
-			switch c {
-			case 1:
-				return stateStyle(th, s.State).Render(v)
-			case 0:
-				if !s.IsOpen() {
-					return th.Dim.Render(v)
-				}
-			case 2, 6:
-				return th.Dim.Render(v)
+			if cols[c].style == nil {
+				return v
 			}
-			return v
+			return cols[c].style(th, s, v)
 		}))
 	}
 	if len(t.shown) == 0 && t.filter != "" {
@@ -212,9 +247,10 @@ func (t *shardTable) View(d tableData) []string {
 // naturalWidth is the table's width with its widest usual cells (for the
 // side-by-side layout).
 func (t *shardTable) naturalWidth(checkpoint bool) int {
-	w := 2 + 6 + 2 + 6 + 2 + 6 + 2 + 5 + 2 + 11 + 2 + 6
-	if checkpoint {
-		w += 2 + checkpointWidth
+	cols := tableColumns(checkpoint)
+	w := 2 + 2*(len(cols)-1)
+	for _, c := range cols {
+		w += c.natural
 	}
 	return w
 }

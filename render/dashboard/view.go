@@ -3,7 +3,6 @@ package dashboard
 import (
 	"fmt"
 	"strings"
-
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -29,8 +28,8 @@ func (m *Model) View() string {
 	switch {
 	case m.showHelp:
 		body = m.helpView(bodyH)
-	case m.dialog != nil:
-		body = m.dialog.View()
+	case m.action.dialog != nil:
+		body = m.action.dialog.View()
 	case m.screen == screenPicker:
 		body = m.picker.View()
 	default:
@@ -53,8 +52,8 @@ func (m *Model) titleBar() string {
 	}
 	parts := []string{th.Header.Render(name)}
 	if m.screen == screenStream {
-		parts = append(parts, th.Accent.Render(m.ref.Name))
-		if s := m.sum; s != nil {
+		parts = append(parts, th.Accent.Render(m.stream.ref.Name))
+		if s := m.stream.sum; s != nil {
 			st := string(s.Status)
 			if s.Status == "ACTIVE" {
 				st = th.Open.Render(st)
@@ -63,15 +62,15 @@ func (m *Model) titleBar() string {
 			}
 			parts = append(parts, st, s.ModeName())
 		}
-		if g := m.graph; g != nil {
+		if g := m.stream.graph; g != nil {
 			parts = append(parts, fmt.Sprintf("%d open / %d shards", len(g.Open()), g.Len()))
 		}
-		if !m.loadedAt.IsZero() {
+		if !m.stream.loadedAt.IsZero() {
 			listed := "listed "
 			if m.width < 100 {
 				listed = ""
 			}
-			parts = append(parts, th.Dim.Render(listed+m.loadedAt.In(m.opts.Location).Format("15:04:05")))
+			parts = append(parts, th.Dim.Render(listed+m.stream.loadedAt.In(m.opts.Location).Format("15:04:05")))
 		}
 		if m.opts.ReadOnly {
 			parts = append(parts, th.Warn.Render("read-only"))
@@ -101,7 +100,7 @@ func (m *Model) paneView(p pane, w int) []string {
 	case paneTree:
 		body = m.tree.View()
 	case paneTable:
-		body = m.table.View(tableData{snap: m.snap, checkpoint: m.checkpointView(), sampling: m.reading})
+		body = m.table.View(tableData{snap: m.reader.snap, checkpoint: m.checkpointView(), sampling: m.reader.reading})
 	case paneRecords:
 		body = m.records.View(m.recordsEmpty())
 	}
@@ -112,10 +111,10 @@ func (m *Model) checkpointView() map[string]tail.Position {
 	if m.opts.Checkpoint == "" {
 		return nil
 	}
-	if m.checkpt == nil {
+	if m.stream.checkpt == nil {
 		return map[string]tail.Position{}
 	}
-	return m.checkpt
+	return m.stream.checkpt
 }
 
 // paneTitle is "▌Lineage · 9 shards ───": the focused pane's in the
@@ -125,8 +124,8 @@ func (m *Model) paneTitle(p pane, w int) string {
 	var info string
 	switch p {
 	case paneTree:
-		if m.graph != nil {
-			info = fmt.Sprintf("%d shards, %d open", m.graph.Len(), len(m.graph.Open()))
+		if m.stream.graph != nil {
+			info = fmt.Sprintf("%d shards, %d open", m.stream.graph.Len(), len(m.stream.graph.Open()))
 		}
 	case paneTable:
 		info = m.figuresNote()
@@ -142,8 +141,8 @@ func (m *Model) paneTitle(p pane, w int) string {
 	if info != "" {
 		title += th.Dim.Render(" · " + info)
 	}
-	if m.filter != "" && (p == paneTable || p == paneRecords) {
-		title += th.Warn.Render(fmt.Sprintf(" · filter %q", m.filter))
+	if m.filter.value != "" && (p == paneTable || p == paneRecords) {
+		title += th.Warn.Render(fmt.Sprintf(" · filter %q", m.filter.value))
 	}
 	title += " "
 	if n := w - ansi.StringWidth(title); n > 0 {
@@ -155,9 +154,9 @@ func (m *Model) paneTitle(p pane, w int) string {
 // figuresNote says where the table's figures come from.
 func (m *Model) figuresNote() string {
 	switch {
-	case m.opts.NoReader && !m.reading && len(m.snap) == 0:
+	case m.opts.NoReader && !m.reader.reading && len(m.reader.snap) == 0:
 		return "no live figures"
-	case m.paused:
+	case m.reader.paused:
 		return "paused (p resumes)"
 	}
 	return fmt.Sprintf("in: sampled from the tip, last %s", shortDuration(m.opts.Window))
@@ -166,7 +165,7 @@ func (m *Model) figuresNote() string {
 func (m *Model) recordsNote() string {
 	n := fmt.Sprintf("%d seen", m.records.seen)
 	switch {
-	case m.paused:
+	case m.reader.paused:
 		return "paused · " + n
 	case m.records.back > 0:
 		return fmt.Sprintf("scrolled up %d (G follows) · %s", m.records.back, n)
@@ -176,9 +175,9 @@ func (m *Model) recordsNote() string {
 
 func (m *Model) recordsEmpty() string {
 	switch {
-	case m.paused:
+	case m.reader.paused:
 		return "paused: p reads again from the tip"
-	case m.reading:
+	case m.reader.reading:
 		return fmt.Sprintf("waiting for records (every open shard is polled about every %s)…", shortDuration(m.opts.PollInterval))
 	}
 	return "no records"
@@ -202,8 +201,8 @@ func (m *Model) tabBar() string {
 // statusLine: the filter being typed, else the last message.
 func (m *Model) statusLine() string {
 	th := m.th
-	if m.filtering {
-		return m.input.view(th) + th.Dim.Render("   enter keeps · esc clears")
+	if m.filter.typing {
+		return m.filter.input.view(th) + th.Dim.Render("   enter keeps · esc clears")
 	}
 	s := m.status
 	switch s.kind {
@@ -212,7 +211,7 @@ func (m *Model) statusLine() string {
 	case statusWarn:
 		return th.Warn.Render(s.text)
 	}
-	if s.text == "" && m.screen == screenStream && m.selected != "" && m.graph != nil && m.dialog == nil {
+	if s.text == "" && m.screen == screenStream && m.selected != "" && m.stream.graph != nil && m.action.dialog == nil {
 		return th.Dim.Render(m.selectionInfo())
 	}
 	return s.text
@@ -220,7 +219,7 @@ func (m *Model) statusLine() string {
 
 // selectionInfo describes the selected shard in one line.
 func (m *Model) selectionInfo() string {
-	s := m.graph.Shard(m.selected)
+	s := m.stream.graph.Shard(m.selected)
 	if s == nil {
 		return ""
 	}
@@ -238,21 +237,10 @@ func (m *Model) helpBar() string {
 	switch {
 	case m.showHelp:
 		return m.th.Dim.Render("any key closes the help")
-	case m.filtering:
+	case m.filter.typing:
 		return ""
-	case m.dialog != nil:
-		switch m.dialog.stage {
-		case stageChoose:
-			binds = []key.Binding{move, k.Enter, k.Back}
-		case stagePercent:
-			binds = []key.Binding{k.Enter, k.Back}
-		case stagePreview:
-			binds = []key.Binding{k.Yes, k.No, move}
-		case stageBusy:
-			binds = []key.Binding{k.Back}
-		case stageRunning:
-			binds = []key.Binding{k.Quit}
-		}
+	case m.action.dialog != nil:
+		binds = m.action.dialog.ShortHelp()
 	case m.screen == screenPicker:
 		binds = []key.Binding{move, k.Enter, k.Filter, k.Refresh, k.Help, k.Quit}
 	default:
@@ -261,7 +249,7 @@ func (m *Model) helpBar() string {
 			binds = append(binds, k.Split, k.Merge)
 		}
 		pause := k.Pause
-		if m.paused {
+		if m.reader.paused {
 			pause.SetHelp("p", "resume")
 		}
 		binds = append(binds, pause, k.Help, k.Quit)

@@ -108,17 +108,17 @@ func (r Rule) validate() error {
 	case r.Kind <= 0 || r.Kind >= kindEnd:
 		return fmt.Errorf("unknown kind %d", r.Kind)
 	case r.Prob < 0 || r.Prob > 1:
-		return fmt.Errorf("Prob %v outside [0, 1]", r.Prob)
+		return fmt.Errorf("field Prob: %v is outside [0, 1]", r.Prob)
 	case r.PartialFraction < 0 || r.PartialFraction > 1:
-		return fmt.Errorf("PartialFraction %v outside [0, 1]", r.PartialFraction)
+		return fmt.Errorf("field PartialFraction: %v is outside [0, 1]", r.PartialFraction)
 	case r.Every < 0 || r.After < 0 || r.Times < 0 || r.Duration < 0:
 		return fmt.Errorf("negative Every, After, Times or Duration")
 	case slices.ContainsFunc(r.Nth, func(n int) bool { return n < 1 }):
-		return fmt.Errorf("Nth %v: call numbers start at 1", r.Nth)
+		return fmt.Errorf("field Nth: %v: call numbers start at 1", r.Nth)
 	case r.Kind == PartialPut && r.Op != "" && r.Op != "*" && r.Op != opPutRecords:
 		return fmt.Errorf("PartialPut applies to PutRecords, not %s", r.Op)
 	case r.Kind == Custom && r.Code == "":
-		return fmt.Errorf("Custom needs a Code")
+		return fmt.Errorf("kind Custom needs a Code")
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
 )
 
 // ErrDropped is the error of a call whose connection a fault closed (Drop,
@@ -90,12 +91,12 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
-		if err := sleep(ctx, r.Duration); err != nil {
+		if err := readretry.Sleep(ctx, r.Duration); err != nil {
 			return nil, err
 		}
 		return nil, dropped(op, r)
 	case Delay:
-		if err := sleep(ctx, r.Duration); err != nil {
+		if err := readretry.Sleep(ctx, r.Duration); err != nil {
 			return nil, err
 		}
 		return c.forward()
@@ -271,17 +272,6 @@ func streamOf(body []byte) string {
 		return r.StreamARN
 	}
 	return "(unknown)"
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func readAll(rc io.ReadCloser) ([]byte, error) {

@@ -1,8 +1,8 @@
 // Command bench measures kinesis-shards and writes docs/BENCHMARKS.md:
 // `make bench` runs it from the repository root.
 //
-// It runs the Go benchmarks of the tail hot path and of `tree` (go test
-// -bench -json), the real binary against a loopback stub
+// It runs the Go benchmarks of the tail hot path, of jq filters and of
+// `tree` (go test -bench -json), the real binary against a loopback stub
 // (internal/kinesistest/wirestub, in a child process on the other core) for
 // throughput, memory and goroutines, and against the emulators
 // (internal/kinesistest/emulator: kinesis-mock for latency, kinesalite for bulk
@@ -53,6 +53,7 @@ var sections = []struct {
 	run  func(context.Context, *config, *report) error
 }{
 	{"gobench", runGoBenchmarks},
+	{"jq", runJQBenchmarks},
 	{"tail", runTailThroughput},
 	{"rss", runTailMemory},
 	{"latency", runLatency},

@@ -208,13 +208,12 @@ func waitLines(ctx context.Context, ch *child, n int64, timeout time.Duration) e
 // tputConfigs: at 50 shards (the target: 100 MiB/s of 1 KiB records) and at
 // twice the demand one core can serve, which shows the ceiling.
 type tputConfig struct {
-	size           int
-	format         string
-	binary         bool
-	shards         []int
-	targetShards   int // 0: no target on this row
-	label          string
-	recordsPerPage int
+	size         int
+	format       string
+	binary       bool
+	shards       []int
+	targetShards int // 0: no target on this row
+	label        string
 }
 
 func runTailThroughput(ctx context.Context, c *config, rep *report) error {

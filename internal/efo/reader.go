@@ -208,7 +208,8 @@ func (r *Reader) logf(format string, args ...any) {
 }
 
 // Resume is where a subscription made now would start: after the last
-// event handed over, or the starting position while nothing was.
+// event handed over, or the starting position while nothing was. Call it
+// from deliver or once Run has returned, not while Run runs elsewhere.
 func (r *Reader) Resume() Position {
 	if r.delivered {
 		// AFTER the continuation, which covers events without records;

@@ -34,6 +34,9 @@ var enumFlagValues = map[string]map[string][]completions.Value{
 	"method": {
 		"scale": {val("update-shard-count", "one UpdateShardCount call"), val("splits", "SplitShard and MergeShards calls")},
 	},
+	"by": {
+		"scale": {val("bytes", "data and partition key bytes, as the write quota counts them"), val("records", "the number of records")},
+	},
 }
 
 var (

@@ -38,7 +38,10 @@ type ReshardOptions struct {
 	// shares (0: none); SampleWindow how far back.
 	Sample       int
 	SampleWindow time.Duration
-	Output       string
+	// SampleMin is the fewest records a shard whose sampling ran out of
+	// time must have yielded (0: 1).
+	SampleMin int
+	Output    string
 	// PollMin/PollMax tune the ACTIVE polling (tests shorten them).
 	PollMin, PollMax time.Duration
 
@@ -239,12 +242,15 @@ func sampleReshardTraffic(ctx context.Context, f *Factory, api reshard.SampleAPI
 		msg = fmt.Sprintf("sampling up to %d records of each of %s from the last %s", opts.Sample, what, opts.SampleWindow)
 	}
 	p := f.startProgress(msg)
-	s, err := reshard.SampleTraffic(ctx, api, ref, shards, reshard.SampleOptions{Max: opts.Sample, Window: opts.SampleWindow})
+	s, err := reshard.SampleTraffic(ctx, api, ref, shards, reshard.SampleOptions{Max: opts.Sample, Window: opts.SampleWindow, MinRecords: opts.SampleMin})
 	final := ""
 	if err == nil {
 		final = fmt.Sprintf("sampled %s of %s in %s", text.Plural(s.Records, "record"), what, formatDuration(p.Elapsed()))
 	}
 	p.Stop(final)
+	for _, w := range s.Short() {
+		fmt.Fprintln(f.IO.ErrOut, "warning: "+w)
+	}
 	return s, err
 }
 

@@ -32,10 +32,11 @@ The key is --at HASHKEY (a canonical decimal), or --at-percent P of the
 shard's range (0 < P < 100, decimals allowed: start + floor(width × P / 100)),
 or by default the exact middle (P = 50, so a whole-space shard splits at
 2^127 like a new two-shard stream). --balanced samples the shard's recent
-records (the latest --sample of the last --sample-window, 1000 and 5m by
-default, at most 5 reads a second) and splits at the median hash of their
-partition keys, so that the two children get equal traffic rather than
-equal key space; the preview shows the sample and each child's share.
+records (up to --sample of those of the last --sample-window, 1000 and 5m
+by default, spread evenly over it, within the shard's read limits) and
+splits at the median hash of their partition keys, so that the two
+children get equal traffic rather than equal key space; the preview shows
+the sample and each child's share.
 
 Every rule is checked before anything is sent: the stream is ACTIVE and
 provisioned, the shard is open, and the key lies from the shard's start + 2
@@ -100,6 +101,7 @@ func (o *SplitOptions) validate() error {
 		if o.Sample < reshard.MinMedianSample {
 			return usageErrorf("--balanced needs --sample of at least %d records, not %d", reshard.MinMedianSample, o.Sample)
 		}
+		o.SampleMin = reshard.MinMedianSample // a median of fewer says little
 	}
 	return o.validateReshard()
 }

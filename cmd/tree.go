@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -290,7 +291,26 @@ func writeLineage(f *Factory, l *render.Lineage, opts *TreeOptions) error {
 	case "dot":
 		return render.LineageDot(w, l)
 	case "mermaid":
-		return render.LineageMermaid(w, l)
+		// Mermaid's default configuration (maxEdges 500, maxTextSize
+		// 50,000 characters) refuses bigger diagrams, and GitHub cannot
+		// raise either.
+		var buf bytes.Buffer
+		if err := render.LineageMermaid(&buf, l); err != nil {
+			return err
+		}
+		edges := 0
+		for _, s := range l.Graph.Shards() {
+			for _, p := range s.Parents {
+				if l.Only == nil || l.Only[s.ID] && l.Only[p] {
+					edges++
+				}
+			}
+		}
+		if edges > 500 || buf.Len() > 50000 {
+			fmt.Fprintf(f.IO.ErrOut, "warning: this diagram has %d edges and %d characters; Mermaid's default configuration draws at most 500 edges (maxEdges) and 50,000 characters (maxTextSize), and GitHub cannot raise them, so it will not render there: show fewer shards with --open or --at TIMESTAMP\n", edges, buf.Len())
+		}
+		_, err := w.Write(buf.Bytes())
+		return err
 	}
 	o := render.TreeOptions{Theme: theme, ShortIDs: tty, Wide: opts.Wide, Only: l.Only, Leases: l.Leases}
 	if l.Key != nil {

@@ -219,7 +219,7 @@ func sampleLine(s *reshard.Sample) string {
 	}
 	line := fmt.Sprintf("Traffic: %s sampled from %s over the last %s", text.Plural(s.Records, "record"), shards, s.Window)
 	if truncated {
-		line += " (the latest kept)"
+		line += " (spread evenly over the window)"
 	}
 	if outside > 0 {
 		line += fmt.Sprintf("; %s written with an explicit hash key left out", text.Plural(outside, "record"))

@@ -109,6 +109,8 @@ func TestPreviewGolden(t *testing.T) {
 		{"scale-update.txt", pvPlan(t, pvGraph(t, pvEven(t, 4)...), nil, reshard.ScaleGoal{Target: 6}), PreviewOptions{Theme: NewTheme(false)}},
 		{"scale-splits.txt", pvPlan(t, pvGraph(t, mock2...), nil, reshard.ScaleGoal{Target: 4, Method: reshard.MethodSplits}), PreviewOptions{Theme: NewTheme(false)}},
 		{"scale-splits-wide.txt", pvPlan(t, pvGraph(t, mock2...), nil, reshard.ScaleGoal{Target: 4, Method: reshard.MethodSplits}), PreviewOptions{Theme: NewTheme(false), Wide: true}},
+		// No boundary in common: merges of shards the plan made, named by range.
+		{"scale-splits-merges.txt", pvPlan(t, pvGraph(t, pvEven(t, 4)...), nil, reshard.ScaleGoal{Target: 5, Method: reshard.MethodSplits}), PreviewOptions{Theme: NewTheme(false)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

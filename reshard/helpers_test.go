@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"sort"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -206,26 +207,48 @@ func slotsEqual(a, b []Slot) bool {
 	return slices.EqualFunc(a, b, func(x, y Slot) bool { return x.ID == y.ID && x.Range == y.Range })
 }
 
-// lowerBound is |missing| + |extra| boundaries, computed independently of
-// the planner with sets.
-func lowerBound(from, to []lineage.HashRange) int {
-	a, b := map[lineage.HashKey]bool{}, map[lineage.HashKey]bool{}
-	for _, r := range from[1:] {
-		a[r.Start] = true
+// evenTol is EvenTolerance as a big integer, for the independent checks.
+var evenTol = big.NewInt(EvenTolerance)
+
+func absDiff(a, b lineage.HashKey) *big.Int {
+	return new(big.Int).Abs(new(big.Int).Sub(a.Big(), b.Big()))
+}
+
+// nearEven reports whether l has len(want) shards whose boundaries are
+// each within EvenTolerance of want's.
+func nearEven(l []lineage.HashRange, want []lineage.HashRange) bool {
+	if len(l) != len(want) || lineage.CheckCoverage(l) != nil {
+		return false
 	}
-	for _, r := range to[1:] {
-		b[r.Start] = true
+	for i := 1; i < len(l); i++ {
+		if absDiff(l[i].Start, want[i].Start).Cmp(evenTol) > 0 {
+			return false
+		}
 	}
+	return true
+}
+
+// lowerBoundTol is lowerBound where a boundary within EvenTolerance of a
+// target's counts as it (each target takes the nearest one), computed in
+// big integers apart from the planner.
+func lowerBoundTol(from, to []lineage.HashRange) int {
+	bs := from[1:]
+	used := map[int]bool{}
 	n := 0
-	for k := range a {
-		if !b[k] {
-			n++
+	for _, t := range to[1:] {
+		lo := new(big.Int).Sub(t.Start.Big(), evenTol)
+		i := sort.Search(len(bs), func(i int) bool { return bs[i].Start.Big().Cmp(lo) >= 0 })
+		best := -1
+		for ; i < len(bs) && absDiff(bs[i].Start, t.Start).Cmp(evenTol) <= 0; i++ {
+			if best < 0 || absDiff(bs[i].Start, t.Start).Cmp(absDiff(bs[best].Start, t.Start)) < 0 {
+				best = i
+			}
+		}
+		if best < 0 {
+			n++ // missing
+		} else {
+			used[best] = true
 		}
 	}
-	for k := range b {
-		if !a[k] {
-			n++
-		}
-	}
-	return n
+	return n + len(bs) - len(used) // plus the extra ones
 }

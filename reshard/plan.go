@@ -149,8 +149,10 @@ type Plan struct {
 	// (UpdateShardCount) the even layout the service aims for.
 	After       []Slot `json:"after"`
 	ExactLayout bool   `json:"exactLayout"`
-	// Sample is the traffic sample the shares come from, if any.
-	Sample *Sample `json:"sample,omitempty"`
+	// Sample is the traffic sample the shares come from, if any, and
+	// TrafficBy what the shares count (records or bytes).
+	Sample    *Sample `json:"sample,omitempty"`
+	TrafficBy Measure `json:"trafficBy,omitempty"`
 	// Notes are what the user should know before saying yes.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -235,14 +237,33 @@ type MergeGoal struct {
 	Shards [2]string
 }
 
-// ScaleGoal reaches Target open shards in the even layout.
+// ScaleGoal reaches Target open shards in the even layout, or with
+// Balanced at the quantiles of sampled traffic.
 type ScaleGoal struct {
 	Target int
-	Method Method // "" means MethodUpdateShardCount
+	Method Method // "" means MethodUpdateShardCount (MethodSplits when Balanced)
 	// Even (MethodSplits only): when the stream already has Target open
 	// shards in an uneven layout, even them out. Without it that is
 	// "nothing to do", so that scale --to N is safe to repeat.
 	Even bool
+	// Balanced (MethodSplits only) places the boundaries so that each shard
+	// gets an equal share of the sampled traffic (Input.Sample, of every
+	// open shard) rather than of the key space.
+	Balanced bool
+	// By is what traffic is counted in, for Balanced and for the shares the
+	// preview shows: ByBytes or ByRecords ("" means ByRecords).
+	By Measure
+}
+
+// method is the method the goal runs with.
+func (g ScaleGoal) method() Method {
+	switch {
+	case g.Method != "":
+		return g.Method
+	case g.Balanced:
+		return MethodSplits
+	}
+	return MethodUpdateShardCount
 }
 
 func (SplitGoal) action() Action { return ActionSplit }
@@ -338,8 +359,12 @@ func NewPlan(in Input, g Goal) (*Plan, error) {
 		p.Notes = append(p.Notes, note)
 	}
 	if in.Sample != nil {
-		p.Sample = in.Sample
-		p.annotate(in.Sample)
+		p.Sample, p.TrafficBy = in.Sample, ByRecords
+		if sg, ok := g.(ScaleGoal); ok && sg.By == ByBytes {
+			p.TrafficBy = ByBytes
+			p.Notes = append([]string{"Traffic shares are of the sampled bytes (data and partition keys, as the write quota counts them)."}, p.Notes...)
+		}
+		p.annotate(in.Sample, p.TrafficBy)
 	}
 	return p, nil
 }
@@ -387,13 +412,16 @@ func openShard(in Input, id string) (*lineage.Shard, error) {
 	case lineage.StateTrimmed:
 		return nil, refuse(ErrClosedShard, fmt.Sprintf("shard %s of stream %s was split or merged long ago and retention has removed it; only open shards can be split or merged: %s", id, name, idList(openIDs(in.Graph), 8)))
 	case lineage.StateClosed:
-		var desc []string
-		for _, d := range in.Graph.Subtree(id) {
-			if d.IsOpen() {
-				desc = append(desc, d.ID)
+		// The open shards that hold part of its range: not every open
+		// descendant, since a descendant through a merge may have been
+		// split again away from it.
+		var holders []string
+		for _, o := range in.Graph.Open() {
+			if o.Range.Start.Cmp(sh.Range.End) <= 0 && sh.Range.Start.Cmp(o.Range.End) <= 0 {
+				holders = append(holders, o.ID)
 			}
 		}
-		return nil, refuse(ErrClosedShard, fmt.Sprintf("shard %s of stream %s is closed (it was already split or merged); only open shards can be split or merged, and its range is now held by %s", id, name, idList(desc, 8)))
+		return nil, refuse(ErrClosedShard, fmt.Sprintf("shard %s of stream %s is closed (it was already split or merged); only open shards can be split or merged, and its range is now held by %s", id, name, idList(holders, 8)))
 	}
 	return sh, nil
 }
@@ -540,168 +568,4 @@ func planMerge(in Input, p *Plan, g MergeGoal) error {
 	p.After = l
 	p.Description = fmt.Sprintf("merge %s with %s into one shard (%s is sent as ShardToMerge: it holds the lower range)", lower.ID, upper.ID, lower.ID)
 	return nil
-}
-
-// updateLimits are the targets UpdateShardCount accepts from open shards:
-// half (rounded up) to double, at most MaxShards.
-func updateLimits(open int) (lo, hi int) { return (open + 1) / 2, min(2*open, MaxShards) }
-
-func checkTarget(in Input, open int, g ScaleGoal) error {
-	if g.Target < 1 || g.Target > MaxShards {
-		return refuse(ErrBadTarget, fmt.Sprintf("%d is not a shard count a stream can have: the target must be from 1 to %d", g.Target, MaxShards))
-	}
-	if g.Even && g.Method != MethodSplits {
-		return fmt.Errorf("reshard: evening out needs the %s method", MethodSplits)
-	}
-	switch g.Method {
-	case "", MethodUpdateShardCount:
-		lo, hi := updateLimits(open)
-		if g.Target == open {
-			return nil
-		}
-		if g.Target > hi {
-			return refuse(ErrTargetOutOfLimits, fmt.Sprintf("UpdateShardCount can at most double the open shards of stream %s in one call: from %d it can reach %d to %d, not %d; use --method splits to get there with SplitShard and MergeShards calls", in.Stream.Name, open, lo, hi, g.Target))
-		}
-		if g.Target < lo {
-			return refuse(ErrTargetOutOfLimits, fmt.Sprintf("UpdateShardCount can at most halve the open shards of stream %s in one call: from %d it can reach %d to %d, not %d; use --method splits to get there with SplitShard and MergeShards calls", in.Stream.Name, open, lo, hi, g.Target))
-		}
-	case MethodSplits:
-	default:
-		return fmt.Errorf("reshard: unknown scale method %q", g.Method)
-	}
-
-	return nil
-}
-
-func planScale(in Input, p *Plan, g ScaleGoal, open []*lineage.Shard) error {
-	if err := checkTarget(in, len(open), g); err != nil {
-		return err
-	}
-	if g.Method == "" {
-		g.Method = MethodUpdateShardCount
-	}
-	p.Method = g.Method
-	target, err := lineage.EvenLayout(g.Target)
-	if err != nil {
-		return refuse(ErrBadTarget, err.Error())
-	}
-	even := len(target) == len(p.Before)
-	for i := 0; even && i < len(target); i++ {
-		even = target[i] == p.Before[i].Range
-	}
-	n := len(open)
-	if g.Method == MethodUpdateShardCount {
-		if g.Target == n {
-			p.Description = fmt.Sprintf("nothing to do: stream %s already has %d open shards", in.Stream.Name, n)
-			if !even {
-				steps, _, _ := planSplits(p.Before, target)
-				p.Notes = append(p.Notes, fmt.Sprintf("Their hash ranges are not the even layout; --method splits --even would even them out with %d SplitShard and MergeShards calls.", len(steps)))
-			}
-			return nil
-		}
-		st := Step{Call: UpdateShardCount, Args: Args{TargetShardCount: g.Target, ScalingType: UniformScaling}, OpenShards: g.Target}
-		keep := make(map[lineage.HashRange]bool, len(target))
-		for _, r := range target {
-			keep[r] = true
-		}
-		have := make(map[lineage.HashRange]bool, n)
-		for _, s := range p.Before {
-			have[s.Range] = true
-			if !keep[s.Range] {
-				st.Closes = append(st.Closes, s)
-			}
-		}
-		for _, r := range target {
-			if !have[r] {
-				st.Opens = append(st.Opens, Slot{Range: r})
-			}
-		}
-		p.Steps = append(p.Steps, st)
-		p.ExactLayout = false
-		p.Description = fmt.Sprintf("scale from %d to %d open shards with one UpdateShardCount call", n, g.Target)
-		p.Notes = append(p.Notes,
-			"UpdateShardCount makes the service split and merge shards by itself: it creates short-lived intermediate shards, which stay in the lineage as closed shards (and count toward the account's shard quota while open).",
-			"Each stream allows 10 UpdateShardCount calls per rolling 24 hours; this call counts against that quota.",
-			"The service chooses the final hash ranges: AWS aims for the even layout shown under After, some emulators make uneven ones. The actual layout is listed after the change.",
-		)
-		return nil
-	}
-	if even {
-		p.Description = fmt.Sprintf("nothing to do: stream %s already has %d open shards in the even layout", in.Stream.Name, n)
-		return nil
-	}
-	if g.Target == n && !g.Even {
-		p.Description = fmt.Sprintf("nothing to do: stream %s already has %d open shards", in.Stream.Name, n)
-		if steps, _, err := planSplits(p.Before, target); err == nil {
-			p.Notes = append(p.Notes, fmt.Sprintf("Their hash ranges are not the even layout; --even would even them out with %d SplitShard and MergeShards calls.", len(steps)))
-		}
-		return nil
-	}
-	steps, after, err := planSplits(p.Before, target)
-	if err != nil {
-		return err
-	}
-	p.Steps, p.After = steps, after
-	splits := 0
-	lo, hi := n, n
-	for _, s := range steps {
-		if s.Call == SplitShard {
-			splits++
-		}
-		lo, hi = min(lo, s.OpenShards), max(hi, s.OpenShards)
-	}
-	p.Description = fmt.Sprintf("scale from %d to %d open shards in the even layout with %d SplitShard and %d MergeShards calls", n, g.Target, splits, len(steps)-splits)
-	p.Notes = append(p.Notes,
-		fmt.Sprintf("%d calls is the fewest possible: each call adds or removes one boundary between hash ranges, and %d boundaries are to be added and %d removed.", len(steps), splits, len(steps)-splits),
-		fmt.Sprintf("The calls run one at a time; the tool waits for the stream to be ACTIVE after each (seconds to a minute on AWS). The open shard count stays between %d and %d.", lo, hi),
-	)
-	return nil
-}
-
-// splitStep splits slot i of *l at k and returns the step.
-func splitStep(l *[]Slot, i int, k lineage.HashKey) Step {
-	old := (*l)[i]
-	lowEnd, _ := k.Sub64(1)
-	a := Slot{Range: lineage.HashRange{Start: old.Range.Start, End: lowEnd}}
-	b := Slot{Range: lineage.HashRange{Start: k, End: old.Range.End}}
-	*l = slices.Replace(*l, i, i+1, a, b)
-	key := k
-	parent := old
-	return Step{Call: SplitShard, Args: Args{ShardToSplit: &parent, NewStartingHashKey: &key}, Closes: []Slot{old}, Opens: []Slot{a, b}, OpenShards: len(*l)}
-}
-
-// mergeStep merges slots i and i+1 of *l (adjacent by construction) and
-// returns the step, the lower one as ShardToMerge.
-func mergeStep(l *[]Slot, i int) Step {
-	lower, upper := (*l)[i], (*l)[i+1]
-	c := Slot{Range: lineage.HashRange{Start: lower.Range.Start, End: upper.Range.End}}
-	*l = slices.Replace(*l, i, i+2, c)
-	lo, up := lower, upper
-	return Step{Call: MergeShards, Args: Args{ShardToMerge: &lo, AdjacentShardToMerge: &up}, Closes: []Slot{lower, upper}, Opens: []Slot{c}, OpenShards: len(*l)}
-}
-
-// annotate adds traffic shares to every slot the sample covers.
-func (p *Plan) annotate(s *Sample) {
-	set := func(x *Slot) {
-		if f, ok := s.Share(x.Range); ok {
-			x.Traffic = &f
-		}
-	}
-	each := func(xs []Slot) {
-		for i := range xs {
-			set(&xs[i])
-		}
-	}
-	each(p.Before)
-	each(p.After)
-	for i := range p.Steps {
-		st := &p.Steps[i]
-		each(st.Closes)
-		each(st.Opens)
-		for _, x := range []*Slot{st.Args.ShardToSplit, st.Args.ShardToMerge, st.Args.AdjacentShardToMerge} {
-			if x != nil {
-				set(x)
-			}
-		}
-	}
 }

@@ -142,7 +142,7 @@ func MayOpenShards(in Input, g Goal) bool {
 			return true
 		}
 		open := len(in.Graph.Open())
-		return g.Target > open || g.Target == open && g.Even
+		return g.Target > open || g.Target == open && (g.Even || g.Balanced)
 	}
 	return false
 }

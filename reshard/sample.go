@@ -11,8 +11,8 @@ import (
 )
 
 // Sample is recent traffic of some open shards: the hash keys of their
-// records' partition keys. It gives each range a share of the traffic, and
-// a split its median.
+// records' partition keys (with each record's size). It gives each range a
+// share of the traffic, and a split its median.
 type Sample struct {
 	// Window is how far back the sample looked.
 	Window time.Duration `json:"-"`
@@ -23,28 +23,54 @@ type Sample struct {
 	Shards  []ShardSample `json:"shards"`
 }
 
+// Measure is what traffic is counted in: records or bytes.
+type Measure string
+
+// The two measures of traffic.
+const (
+	ByRecords Measure = "records"
+	ByBytes   Measure = "bytes" // data + partition key, as the write quota counts
+)
+
 // ShardSample is the sample of one shard.
 type ShardSample struct {
 	ShardID string            `json:"shardId"`
 	Range   lineage.HashRange `json:"-"`
-	// Hashes are the partition key hashes of the records kept, sorted.
+	// Hashes are the partition key hashes of the records kept, sorted;
+	// Keys and Sizes (data + key bytes) go with them, where known.
 	Hashes []lineage.HashKey `json:"-"`
+	Keys   []string          `json:"-"`
+	Sizes  []int             `json:"-"`
+	// weights: what each record stands for (nil: 1 each); cum[m][i] is the
+	// weighted traffic of Hashes[:i] in measure m (0 records, 1 bytes).
+	weights []float64
+	cum     [2][]float64
 	// Records is len(Hashes).
 	Records int `json:"records"`
+	// Bytes is the sum of Sizes.
+	Bytes int `json:"bytes,omitempty"`
 	// Outside counts records whose partition key hash lies outside the
 	// shard: they were written with an ExplicitHashKey, which GetRecords
 	// does not return, so their real hash is unknown and they are left out.
 	Outside int `json:"outsideRange,omitempty"`
-	// Truncated: more records arrived in the window than were kept (the
-	// latest ones are kept).
+	// Truncated: more records arrived in the window than were read; those
+	// read are spread evenly over the window and stand for the rest.
 	Truncated bool `json:"truncated,omitempty"`
-	// Span is the time the kept records cover, up to now: the rate of the
-	// shard is Records / Span.
+	// Estimated is how many records the window held, by the sample (set
+	// when Truncated).
+	Estimated float64 `json:"estimatedRecords,omitempty"`
+	// Span is the time the records stand for: the shard's rate is
+	// Records (weighted) / Span.
 	Span time.Duration `json:"-"`
 	// SpanSeconds is Span for JSON.
 	SpanSeconds float64 `json:"seconds"`
-	// Calls is the number of GetRecords calls made.
-	Calls int `json:"getRecordsCalls"`
+	// Calls is the number of GetRecords calls made, Throttled how many of
+	// them the shard refused.
+	Calls     int `json:"getRecordsCalls"`
+	Throttled int `json:"throttled,omitempty"`
+	// Stopped says why the sample ended before the window did (its time
+	// budget ran out): the records cover part of the window only.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // NewShardSample builds the sample of shard id with range r from the
@@ -52,23 +78,87 @@ type ShardSample struct {
 func NewShardSample(id string, r lineage.HashRange, keys []string, span time.Duration) ShardSample {
 	s := ShardSample{ShardID: id, Range: r, Span: span, SpanSeconds: span.Seconds()}
 	for _, k := range keys {
-		s.add(lineage.PartitionKeyHash(k))
+		s.add(lineage.PartitionKeyHash(k), k, len(k), 1)
 	}
 	s.sort()
 	return s
 }
 
-func (s *ShardSample) add(h lineage.HashKey) {
+// shardSampleOf turns a window read into a sample: the records whose hash
+// lies in the shard, with their weights, over the time they cover.
+func shardSampleOf(w ShardWindow) ShardSample {
+	s := ShardSample{ShardID: w.ShardID, Range: w.Range, Truncated: w.Sampled, Span: max(w.Covered, time.Millisecond),
+		Calls: w.Calls, Throttled: w.Throttled, Stopped: w.Stopped}
+	s.SpanSeconds = s.Span.Seconds()
+	for _, r := range w.Records {
+		s.add(r.Hash(), r.PartitionKey, r.Bytes, r.Weight)
+	}
+	s.sort()
+	if w.Sampled {
+		s.Estimated = s.total(ByRecords)
+	}
+	return s
+}
+
+func (s *ShardSample) add(h lineage.HashKey, key string, size int, weight float64) {
 	if !s.Range.Contains(h) {
 		s.Outside++
 		return
 	}
+	if weight != 1 && s.weights == nil {
+		s.weights = slices.Repeat([]float64{1}, len(s.Hashes))
+	}
+	if s.weights != nil {
+		s.weights = append(s.weights, weight)
+	}
 	s.Hashes = append(s.Hashes, h)
+	s.Keys = append(s.Keys, key)
+	s.Sizes = append(s.Sizes, size)
 }
 
+// sort orders the records by hash and sums their traffic.
 func (s *ShardSample) sort() {
-	slices.SortFunc(s.Hashes, lineage.HashKey.Cmp)
+	idx := make([]int, len(s.Hashes))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return s.Hashes[a].Cmp(s.Hashes[b]) })
+	hs, ks, sz := make([]lineage.HashKey, len(idx)), make([]string, len(idx)), make([]int, len(idx))
+	var ws []float64
+	if s.weights != nil {
+		ws = make([]float64, len(idx))
+	}
+	s.cum = [2][]float64{make([]float64, len(idx)+1), make([]float64, len(idx)+1)}
+	s.Bytes = 0
+	for i, j := range idx {
+		hs[i], ks[i], sz[i] = s.Hashes[j], s.Keys[j], s.Sizes[j]
+		w := 1.0
+		if ws != nil {
+			ws[i] = s.weights[j]
+			w = ws[i]
+		}
+		s.cum[0][i+1] = s.cum[0][i] + w
+		s.cum[1][i+1] = s.cum[1][i] + w*float64(sz[i])
+		s.Bytes += sz[i]
+	}
+	s.Hashes, s.Keys, s.Sizes, s.weights = hs, ks, sz, ws
 	s.Records = len(s.Hashes)
+}
+
+// total is the shard's weighted traffic in measure m.
+func (s *ShardSample) total(m Measure) float64 {
+	c := s.cumOf(m)
+	return c[len(c)-1]
+}
+
+func (s *ShardSample) cumOf(m Measure) []float64 {
+	if len(s.cum[0]) != len(s.Hashes)+1 {
+		s.sort() // built by hand (tests): sum it now
+	}
+	if m == ByBytes {
+		return s.cum[1]
+	}
+	return s.cum[0]
 }
 
 // NewSample bundles shard samples taken over window.
@@ -105,35 +195,42 @@ func (s *ShardSample) span(window time.Duration) time.Duration {
 	return time.Second
 }
 
-// count returns how many hashes lie in r.
-func (s *ShardSample) count(r lineage.HashRange) int {
+// count returns the weighted traffic of the hashes in r, in measure m.
+func (s *ShardSample) count(r lineage.HashRange, m Measure) float64 {
 	lo := sort.Search(len(s.Hashes), func(i int) bool { return s.Hashes[i].Cmp(r.Start) >= 0 })
 	hi := sort.Search(len(s.Hashes), func(i int) bool { return s.Hashes[i].Cmp(r.End) > 0 })
-	return hi - lo
+	c := s.cumOf(m)
+	return c[hi] - c[lo]
 }
 
-// Share returns the share of the sampled traffic that falls in r: each
-// shard's records weighted by its rate (records per second over the time
-// they cover), so a busy shard whose sample was cut short still counts for
-// what it carries. ok is false when r reaches beyond the sampled shards or
-// nothing was sampled.
+// Share returns the share of the sampled records that falls in r:
+// ShareBy(r, ByRecords).
 func (s *Sample) Share(r lineage.HashRange) (share float64, ok bool) {
+	return s.ShareBy(r, ByRecords)
+}
+
+// ShareBy returns the share of the sampled traffic, in measure m, that
+// falls in r: each shard's records weighted by its rate (traffic per
+// second over the time its sample covers), so a busy shard whose sample
+// was cut short still counts for what it carries. ok is false when r
+// reaches beyond the sampled shards or nothing was sampled.
+func (s *Sample) ShareBy(r lineage.HashRange, m Measure) (share float64, ok bool) {
 	if s == nil || r.IsEmpty() {
 		return 0, false
 	}
-	// Σ count_s(r)/span_s over Σ records_s/span_s, exactly, then rounded.
+	// Σ count_s(r)/span_s over Σ traffic_s/span_s, exactly, then rounded.
 	covered := new(big.Int)
 	total, part := new(big.Rat), new(big.Rat)
 	for i := range s.Shards {
 		sh := &s.Shards[i]
-		span := int64(sh.span(s.Window))
-		total.Add(total, big.NewRat(int64(len(sh.Hashes)), span))
+		span := big.NewRat(int64(sh.span(s.Window)), 1)
+		total.Add(total, new(big.Rat).Quo(new(big.Rat).SetFloat64(sh.total(m)), span))
 		o := lineage.HashRange{Start: maxKey(r.Start, sh.Range.Start), End: minKey(r.End, sh.Range.End)}
 		if o.IsEmpty() {
 			continue
 		}
 		covered.Add(covered, o.Width())
-		part.Add(part, big.NewRat(int64(sh.count(o)), span))
+		part.Add(part, new(big.Rat).Quo(new(big.Rat).SetFloat64(sh.count(o, m)), span))
 	}
 	if total.Sign() == 0 || covered.Cmp(r.Width()) != 0 {
 		return 0, false
@@ -171,23 +268,76 @@ func medianKey(in Input, sh *lineage.Shard, ss *ShardSample) (lineage.HashKey, e
 	if h[0] == h[n-1] {
 		return lineage.HashKey{}, refuse(ErrOneKey, fmt.Sprintf("all %d sampled records of shard %s of stream %s have the same hash key (one partition key): a split cannot divide one key's traffic", n, sh.ID, in.Stream.Name))
 	}
-	c := -1
-	for d := 0; c < 0; d++ {
-		for _, cut := range [2]int{n/2 - d, n/2 + d} {
-			if cut >= 1 && cut <= n-1 && h[cut-1] != h[cut] {
-				c = cut
-				break
+	cum := ss.cumOf(ByRecords)
+	c := cutNear(h, cum, cum[n]/2)
+	k := gapKey(h[c-1], h[c])
+	lo, hi := legalSplitRange(sh.Range)
+	return minKey(maxKey(k, lo), hi), nil
+}
+
+// cutNear returns the cut c (1 <= c < len(h), between two different
+// hashes h[c-1] < h[c]) whose traffic below, cum[c], is nearest target;
+// of two equally near, the lower. cum is ascending with len(h)+1 entries
+// and h holds at least two different hashes.
+func cutNear(h []lineage.HashKey, cum []float64, target float64) int {
+	n := len(h)
+	valid := func(c int) bool { return c >= 1 && c < n && h[c-1] != h[c] }
+	p := sort.Search(n+1, func(i int) bool { return cum[i] >= target })
+	lower, upper := -1, -1
+	for c := min(p-1, n-1); c >= 1; c-- {
+		if valid(c) {
+			lower = c
+			break
+		}
+	}
+	for c := max(p, 1); c < n; c++ {
+		if valid(c) {
+			upper = c
+			break
+		}
+	}
+	switch {
+	case lower < 0:
+		return upper
+	case upper < 0 || target-cum[lower] <= cum[upper]-target:
+		return lower
+	}
+	return upper
+}
+
+// gapKey is floor((a+b)/2) + 1, a key in (a, b] for a < b: a boundary there
+// puts a below it and b above it, with a margin on each side.
+func gapKey(a, b lineage.HashKey) lineage.HashKey {
+	sum := new(big.Int).Add(a.Big(), b.Big())
+	sum.Rsh(sum, 1)
+	sum.Add(sum, big.NewInt(1))
+	k, _ := lineage.HashKeyFromBig(sum) // <= b: fits
+	return k
+}
+
+// annotate adds traffic shares (in measure by) to every slot the sample
+// covers.
+func (p *Plan) annotate(s *Sample, by Measure) {
+	set := func(x *Slot) {
+		if f, ok := s.ShareBy(x.Range, by); ok {
+			x.Traffic = &f
+		}
+	}
+	each := func(xs []Slot) {
+		for i := range xs {
+			set(&xs[i])
+		}
+	}
+	each(p.Before)
+	each(p.After)
+	for i := range p.Steps {
+		st := &p.Steps[i]
+		each(st.Closes)
+		each(st.Opens)
+		for _, x := range []*Slot{st.Args.ShardToSplit, st.Args.ShardToMerge, st.Args.AdjacentShardToMerge} {
+			if x != nil {
+				set(x)
 			}
 		}
 	}
-	// k = floor((a+b)/2) + 1 lies in (a, b]: the lower child gets h[:c].
-	sum := new(big.Int).Add(h[c-1].Big(), h[c].Big())
-	sum.Rsh(sum, 1)
-	sum.Add(sum, big.NewInt(1))
-	k, err := lineage.HashKeyFromBig(sum)
-	if err != nil {
-		return lineage.HashKey{}, err
-	}
-	lo, hi := legalSplitRange(sh.Range)
-	return minKey(maxKey(k, lo), hi), nil
 }

@@ -1,21 +1,13 @@
 package reshard
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/big"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-
-	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
-	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
@@ -23,7 +15,7 @@ import (
 func sampleOf(id string, r lineage.HashRange, span time.Duration, hashes ...lineage.HashKey) ShardSample {
 	s := ShardSample{ShardID: id, Range: r, Span: span}
 	for _, h := range hashes {
-		s.add(h)
+		s.add(h, "", 0, 1)
 	}
 	s.sort()
 	return s
@@ -186,198 +178,5 @@ func TestNewShardSampleLeavesOutForeignHashes(t *testing.T) {
 	s := NewShardSample(sid(0), two[0], keys, time.Minute)
 	if s.Records != in || s.Outside != out || len(s.Hashes) != in || !slices.IsSortedFunc(s.Hashes, lineage.HashKey.Cmp) || in == 0 || out == 0 {
 		t.Fatalf("records %d outside %d (want %d, %d)", s.Records, s.Outside, in, out)
-	}
-}
-
-// fakeClock is a clock that only sleeps move.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	sleeps []time.Duration
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.sleeps = append(c.sleeps, d)
-	if d > 0 {
-		c.now = c.now.Add(d)
-	}
-	return ctx.Err()
-}
-
-func TestSampleTraffic(t *testing.T) {
-	fk := fake.New()
-	fk.AddStream("s", 2)
-	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	arrival := clock.now.Add(-10 * time.Minute)
-	fk.Now = func() time.Time { return arrival }
-	// 50 old records (before the window), then 1,500 within it, a second apart.
-	for i := range 50 {
-		fk.Put("s", fmt.Sprintf("old-%d", i), []byte("x"))
-	}
-	arrival = clock.now.Add(-25 * time.Minute / 10) // 2.5 minutes ago
-	var recent []string
-	for i := range 1500 {
-		k := fmt.Sprintf("k-%d", i)
-		recent = append(recent, k)
-		fk.Put("s", k, []byte("x"))
-	}
-	g, err := lineage.Load(context.Background(), fk, lineage.ListOptions{StreamName: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	open := g.Open()
-	var onShard []string
-	s, err := SampleTraffic(context.Background(), fk, kstream.Ref{Name: "s"}, open, SampleOptions{
-		Max: 400, Now: clock.Now, Sleep: clock.Sleep, Workers: 1,
-		OnShard: func(s ShardSample) { onShard = append(onShard, s.ShardID) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(onShard)
-	if len(s.Shards) != 2 || s.Shards[0].ShardID != sid(0) || !slices.Equal(onShard, []string{sid(0), sid(1)}) || s.Window != 5*time.Minute {
-		t.Fatalf("%+v %v", s, onShard)
-	}
-	for i, ss := range s.Shards {
-		// The latest 400 of the recent records that landed on the shard.
-		var want []lineage.HashKey
-		for _, k := range recent {
-			if h := lineage.PartitionKeyHash(k); open[i].Range.Contains(h) {
-				want = append(want, h)
-			}
-		}
-		if len(want) <= 400 {
-			t.Fatalf("test needs more than 400 records per shard, got %d", len(want))
-		}
-		want = want[len(want)-400:]
-		slices.SortFunc(want, lineage.HashKey.Cmp)
-		if !slices.Equal(ss.Hashes, want) || ss.Records != 400 || !ss.Truncated || ss.Outside != 0 {
-			t.Fatalf("shard %d: %d records, truncated %v", i, ss.Records, ss.Truncated)
-		}
-		// Every kept record arrived 2.5 minutes ago: the span is from then.
-		if ss.Span != 150*time.Second || ss.Calls != 1 {
-			t.Fatalf("shard %d: span %v, calls %d", i, ss.Span, ss.Calls)
-		}
-	}
-	if s.Records != 800 {
-		t.Fatalf("records %d", s.Records)
-	}
-}
-
-func TestSampleTrafficPacesAndRetriesThrottles(t *testing.T) {
-	fk := fake.New()
-	fk.AddStream("s", 1)
-	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	fk.Now = func() time.Time { return clock.now.Add(-time.Minute) }
-	for i := range 25000 { // three GetRecords calls of 10,000
-		fk.Put("s", fmt.Sprintf("k-%d", i%977), nil)
-	}
-	calls := 0
-	fk.Hook = func(op string, in any) error {
-		if op == "GetRecords" {
-			calls++
-			if calls == 2 {
-				return &types.ProvisionedThroughputExceededException{Message: aws.String("Rate exceeded for shard")}
-			}
-		}
-		return nil
-	}
-	g, _ := lineage.Load(context.Background(), fk, lineage.ListOptions{StreamName: "s"})
-	s, err := SampleTraffic(context.Background(), fk, kstream.Ref{Name: "s"}, g.Open(), SampleOptions{Max: 10000, Now: clock.Now, Sleep: clock.Sleep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss := s.Shards[0]
-	// Calls: 10,000, throttled, 10,000, 5,000 (caught up).
-	if ss.Calls != 4 || calls != 4 || ss.Records != 10000 || !ss.Truncated {
-		t.Fatalf("calls %d/%d records %d", ss.Calls, calls, ss.Records)
-	}
-	// Sleeps: the pacing interval before each later call, and a second
-	// after the throttle.
-	want := []time.Duration{200 * time.Millisecond, time.Second, -800 * time.Millisecond, 200 * time.Millisecond}
-	if !slices.Equal(clock.sleeps, want) {
-		t.Fatalf("sleeps %v", clock.sleeps)
-	}
-	// A call that fails for good ends the sample with the shard's name.
-	fk.Hook = func(op string, in any) error {
-		if op == "GetRecords" {
-			return &types.AccessDeniedException{Message: aws.String("no")}
-		}
-		return nil
-	}
-	_, err = SampleTraffic(context.Background(), fk, kstream.Ref{Name: "s"}, g.Open(), SampleOptions{Now: clock.Now, Sleep: clock.Sleep})
-	var ade *types.AccessDeniedException
-	if !errors.As(err, &ade) || err.Error() != "sample records of shard shardId-000000000000: get records: AccessDeniedException: no" {
-		t.Fatal(err)
-	}
-}
-
-func TestSampleTrafficStopsAtMaxCalls(t *testing.T) {
-	fk := fake.New()
-	fk.AddStream("s", 1)
-	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	base := clock.now.Add(-4 * time.Minute)
-	n := 0
-	fk.Now = func() time.Time { n++; return base.Add(time.Duration(n) * time.Millisecond) }
-	for i := range 30000 {
-		fk.Put("s", fmt.Sprintf("k-%d", i), nil)
-	}
-	g, _ := lineage.Load(context.Background(), fk, lineage.ListOptions{StreamName: "s"})
-	s, err := SampleTraffic(context.Background(), fk, kstream.Ref{Name: "s"}, g.Open(), SampleOptions{Max: 100, MaxCalls: 2, Now: clock.Now, Sleep: clock.Sleep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss := s.Shards[0]
-	// Two calls read records 1..20,000; the latest 100 of those are kept and
-	// the span ends at the newest record read, not now.
-	if ss.Calls != 2 || ss.Records != 100 || ss.Span != 99*time.Millisecond {
-		t.Fatalf("calls %d records %d span %v", ss.Calls, ss.Records, ss.Span)
-	}
-}
-
-func TestSampleTrafficFallsBackToTrimHorizon(t *testing.T) {
-	fk := fake.New()
-	fk.AddStream("s", 1)
-	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	arrival := clock.now.Add(-time.Hour)
-	fk.Now = func() time.Time { return arrival }
-	for i := range 30 {
-		fk.Put("s", fmt.Sprintf("old-%d", i), nil)
-	}
-	arrival = clock.now.Add(-time.Minute)
-	var want []lineage.HashKey
-	for i := range 20 {
-		k := fmt.Sprintf("new-%d", i)
-		fk.Put("s", k, nil)
-		want = append(want, lineage.PartitionKeyHash(k))
-	}
-	slices.SortFunc(want, lineage.HashKey.Cmp)
-	var iterTypes []types.ShardIteratorType
-	fk.Hook = func(op string, in any) error {
-		if op == "GetShardIterator" {
-			it := in.(*kinesis.GetShardIteratorInput).ShardIteratorType
-			iterTypes = append(iterTypes, it)
-			if it == types.ShardIteratorTypeAtTimestamp {
-				time.Sleep(100 * time.Millisecond) // kinesalite: no answer
-			}
-		}
-		return nil
-	}
-	g, _ := lineage.Load(context.Background(), fk, lineage.ListOptions{StreamName: "s"})
-	s, err := SampleTraffic(context.Background(), fk, kstream.Ref{Name: "s"}, g.Open(), SampleOptions{Now: clock.Now, Sleep: clock.Sleep, IteratorTimeout: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ss := s.Shards[0]; !slices.Equal(ss.Hashes, want) || ss.Truncated || ss.Span != 5*time.Minute ||
-		!slices.Equal(iterTypes, []types.ShardIteratorType{types.ShardIteratorTypeAtTimestamp, types.ShardIteratorTypeTrimHorizon}) {
-		t.Fatalf("%d records, span %v, iterators %v", ss.Records, ss.Span, iterTypes)
 	}
 }

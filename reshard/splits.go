@@ -10,18 +10,116 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
-// planSplits returns the SplitShard and MergeShards calls that take the
-// open layout from before to target (both sorted, both tiling the key
-// space), and the layout at the end.
+// EvenTolerance is how far, in hash keys, a boundary may lie from the even
+// layout's and still count as in place: 2^40 keys, 2^-88 of the key space.
+//
+// Why so much: the even layouts of two counts M and N place a boundary
+// they share in exact arithmetic (i/M = j/N) up to max(M, N) - 1 keys
+// apart, as floor(2^128/N) is truncated. Aiming at the exact even layout
+// would make halving or doubling a count that is not a power of two cost
+// two or three times the calls (3 -> 6: 7 calls where 3 splits do), to move
+// boundaries by a few keys out of 2^128.
+//
+// Why no more: with each boundary within 2^40 keys, a shard's width differs
+// from the even layout's by at most 2^41 keys, and for every count up to
+// 10,000 its share of the key space then rounds to the very float64 the
+// exact even layout gives (TestEvenToleranceIsInvisible checks every count
+// at both extremes; rounding is monotone, so all between agree): the shares
+// print identically at any precision. 2^48 would not do (a few counts near
+// 8,442 round differently).
+const EvenTolerance = 1 << 40
+
+// target is one boundary of a layout to reach: a split puts it at key, and
+// a boundary already within lo..hi counts as it. The targets of a layout
+// are sorted and their ranges disjoint.
+type target struct{ key, lo, hi lineage.HashKey }
+
+// evenTargets are the boundaries of lineage.EvenLayout(n), each with
+// EvenTolerance on either side.
+func evenTargets(n int) ([]target, error) {
+	l, err := lineage.EvenLayout(n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]target, 0, n-1)
+	for _, r := range l[1:] {
+		lo, _ := r.Start.Sub64(EvenTolerance) // starts are >= 2^128/10000
+		hi, _ := r.Start.Add64(EvenTolerance)
+		out = append(out, target{key: r.Start, lo: lo, hi: hi})
+	}
+	return out, nil
+}
+
+// IsEvenLayout reports whether ranges (sorted, tiling the key space) are
+// the even layout of as many shards, each boundary within EvenTolerance.
+func IsEvenLayout(ranges []lineage.HashRange) bool {
+	ts, err := evenTargets(len(ranges))
+	if err != nil {
+		return false
+	}
+	before := make([]Slot, len(ranges))
+	for i, r := range ranges {
+		before[i] = Slot{Range: r}
+	}
+	m := matchTargets(before, ts)
+	return len(m.missing) == 0 && len(m.extra) == 0
+}
+
+// matching is how a layout's boundaries meet the targets: missing are the
+// keys of the targets no boundary is within range of, extra the boundaries
+// no target took, and near/offset count the boundaries taken that are not
+// exactly at their target's key and the farthest of them.
+type matching struct {
+	missing []lineage.HashKey // sorted
+	extra   map[lineage.HashKey]bool
+	near    int
+	offset  lineage.HashKey
+}
+
+// matchTargets gives each target the boundary within its range nearest its
+// key (ranges are disjoint, so a boundary serves one target at most).
+func matchTargets(before []Slot, targets []target) matching {
+	bs := make([]lineage.HashKey, 0, len(before))
+	for _, s := range before[1:] {
+		bs = append(bs, s.Range.Start)
+	}
+	m := matching{extra: make(map[lineage.HashKey]bool, len(bs))}
+	for _, b := range bs {
+		m.extra[b] = true
+	}
+	for _, t := range targets {
+		best := -1
+		for j := sort.Search(len(bs), func(i int) bool { return bs[i].Cmp(t.lo) >= 0 }); j < len(bs) && bs[j].Cmp(t.hi) <= 0; j++ {
+			if best < 0 || distance(bs[j], t.key).Cmp(distance(bs[best], t.key)) < 0 {
+				best = j
+			}
+		}
+		if best < 0 {
+			m.missing = append(m.missing, t.key)
+			continue
+		}
+		delete(m.extra, bs[best])
+		if d := distance(bs[best], t.key); !d.IsZero() {
+			m.near++
+			m.offset = maxKey(m.offset, d)
+		}
+	}
+	return m
+}
+
+// planLayout returns the SplitShard and MergeShards calls that take the
+// open layout from before (sorted, tiling the key space) to the targets,
+// and the layout at the end. Not to be confused with planSplit, which
+// plans one split.
 //
 // A layout is its set of boundaries (the starts of its shards but the
-// first). A split adds exactly one boundary and a merge removes exactly one,
-// so at least |missing| + |extra| calls are needed, where missing are the
-// target's boundaries the layout lacks and extra the layout's boundaries the
-// target lacks. The plan makes exactly that many: boundaries already in
-// place stay, every split is at a missing boundary (taken from the target
-// itself, so the end is exactly lineage.EvenLayout), every merge removes an
-// extra one.
+// first). A split adds exactly one boundary and a merge removes exactly one.
+// The layout to reach has exactly one boundary in each target's range and
+// none elsewhere, so at least |missing| + |extra| calls are needed, where
+// missing are the targets no boundary is in range of and extra the
+// boundaries no target takes (matchTargets). The plan makes exactly that
+// many: boundaries in range stay, every split is at a missing target's
+// key, every merge removes an extra boundary.
 //
 // Order:
 //   - A split while the open count is below cap, else a merge; cap is the
@@ -36,30 +134,18 @@ import (
 //   - A split must leave two keys on each side (Start+2 <= k <= End-1). One
 //     too close to an extra boundary waits until a merge has removed that
 //     boundary, and a merge of two adjacent open shards is always legal.
-//     Target boundaries are at least floor(2^128/10000) apart (and from the
-//     ends of the space), so once the extra boundaries are gone every split is
-//     legal: the loop always ends.
-func planSplits(before []Slot, target []lineage.HashRange) ([]Step, []Slot, error) {
-	p := &splitPlanner{cur: slices.Clone(before), extra: map[lineage.HashKey]bool{}}
-	i, j := 1, 1 // skip the first shards: every layout starts at 0
-	for i < len(p.cur) || j < len(target) {
-		switch {
-		case j == len(target) || i < len(p.cur) && p.cur[i].Range.Start.Cmp(target[j].Start) < 0:
-			p.extra[p.cur[i].Range.Start] = true
-			i++
-		case i == len(p.cur) || target[j].Start.Cmp(p.cur[i].Range.Start) < 0:
-			p.missing = append(p.missing, target[j].Start)
-			j++
-		default:
-			i++
-			j++
-		}
-	}
+//     Target keys are far apart (even layouts: at least floor(2^128/10000);
+//     balanced ones: in different gaps between sampled hashes) and any
+//     boundary within two keys of one is in its range, so once the extra
+//     boundaries are gone every split is legal: the loop ends.
+func planLayout(before []Slot, targets []target) ([]Step, []Slot, error) {
+	m := matchTargets(before, targets)
+	p := &splitPlanner{cur: slices.Clone(before), missing: m.missing, extra: m.extra}
 	for k := range p.cur {
 		p.pushSlot(k)
 	}
-	capN := max(len(before), len(target))
-	if len(before) == len(target) {
+	capN := max(len(before), len(targets)+1)
+	if len(before) == len(targets)+1 {
 		capN++
 	}
 	steps := make([]Step, 0, len(p.missing)+len(p.extra))
@@ -246,4 +332,26 @@ func (h *mergeHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// splitStep splits slot i of *l at k and returns the step.
+func splitStep(l *[]Slot, i int, k lineage.HashKey) Step {
+	old := (*l)[i]
+	lowEnd, _ := k.Sub64(1)
+	a := Slot{Range: lineage.HashRange{Start: old.Range.Start, End: lowEnd}}
+	b := Slot{Range: lineage.HashRange{Start: k, End: old.Range.End}}
+	*l = slices.Replace(*l, i, i+1, a, b)
+	key := k
+	parent := old
+	return Step{Call: SplitShard, Args: Args{ShardToSplit: &parent, NewStartingHashKey: &key}, Closes: []Slot{old}, Opens: []Slot{a, b}, OpenShards: len(*l)}
+}
+
+// mergeStep merges slots i and i+1 of *l (adjacent by construction) and
+// returns the step, the lower one as ShardToMerge.
+func mergeStep(l *[]Slot, i int) Step {
+	lower, upper := (*l)[i], (*l)[i+1]
+	c := Slot{Range: lineage.HashRange{Start: lower.Range.Start, End: upper.Range.End}}
+	*l = slices.Replace(*l, i, i+2, c)
+	lo, up := lower, upper
+	return Step{Call: MergeShards, Args: Args{ShardToMerge: &lo, AdjacentShardToMerge: &up}, Closes: []Slot{lower, upper}, Opens: []Slot{c}, OpenShards: len(*l)}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/pacing"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
@@ -435,15 +436,8 @@ func transient(err error) bool {
 	return false
 }
 
-// backoff is exponential with full jitter in [d/2, d).
-func backoff(r *rand.Rand, lo, hi time.Duration, attempt int) time.Duration {
-	d := lo
-	for i := 1; i < attempt && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, hi)
-	return d/2 + time.Duration(r.Int64N(int64(d/2)+1))
-}
+// backoff is exponential with jitter, shared with the reshard sampler.
+var backoff = pacing.Backoff
 
 // convert turns a GetRecords page into delivered records: KPL aggregates
 // are split into user records, gzip is unpacked with Decompress, and on

@@ -1,5 +1,5 @@
 // Package kinesistest is the parent of the test harness; nothing in the
-// binary imports it or its sub-packages (a test in cmd checks). Five layers
+// binary imports it or its sub-packages (a test in cmd checks). Its layers
 // test different things, from the fastest to the most real:
 //
 //   - fake: an in-process Kinesis behind the SDK's method signatures, for
@@ -8,6 +8,9 @@
 //   - wirestub: a loopback HTTP server speaking the awsJson1.1 protocol,
 //     for what happens on the wire: the SDK path, the GetRecords decoder,
 //     throughput benchmarks, and answers no emulator gives.
+//   - hotstub: a loopback stub of shards written hard that refuses calls
+//     as AWS does (5 a second, 5 s after a 10 MiB response), for readers
+//     that must survive hot shards.
 //   - emulator: starts kinesis-mock, kinesalite or dynalite (and moto when
 //     installed) for integration tests of the commands and the binary.
 //   - faults: a seeded fault injector (throttling, expired iterators, 5xx,

@@ -48,6 +48,7 @@ func flagRoot(f *Factory, got *any) *cobra.Command {
 		newMergeCmd(f, record[*MergeOptions](got)),
 		newScaleCmd(f, record[*ScaleOptions](got)),
 		newDashboardCmd(f, record[*DashboardOptions](got)),
+		newConsumersCmd(f, record[*ConsumersOptions](got)),
 	)
 	return root
 }

@@ -216,6 +216,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newMergeCmd(f, nil),
 		newScaleCmd(f, nil),
 		newDashboardCmd(f, nil),
+		newConsumersCmd(f, nil),
 	)
 	registerCompletions(root, f)
 	return root

@@ -132,7 +132,7 @@ func TestIdleExitWaitsThroughFailures(t *testing.T) {
 			opts.IdleExit = 300 * time.Millisecond
 			opts.Warnf = func(f string, a ...any) { wmu.Lock(); warnings = append(warnings, fmt.Sprintf(f, a...)); wmu.Unlock() }
 			defer func(d time.Duration) { throttleWarnAfter = d }(throttleWarnAfter)
-			throttleWarnAfter = 500 * time.Millisecond
+			throttleWarnAfter = 200 * time.Millisecond
 			type ran struct {
 				res Result
 				err error
@@ -201,7 +201,11 @@ func TestShardClosedAndTrimmedUnderALaggingReader(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond)
 	lower, upper := w.fake.SplitHalf(w.stream, parent)
-	time.Sleep(3 * opts.RelistInterval) // a listing shows the parent closed
+	// A listing that shows the parent closed, merged by the scheduler: the
+	// one after it started.
+	for n := w.fake.Calls("ListShards"); w.fake.Calls("ListShards") < n+2; {
+		time.Sleep(10 * time.Millisecond)
+	}
 	w.fake.Trim(w.stream, parent)
 	w.fake.Put(w.stream, "after", []byte("in a child"))
 	close(release)

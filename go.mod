@@ -25,6 +25,7 @@ require (
 	github.com/spf13/pflag v1.0.9
 	golang.org/x/sys v0.41.0
 	golang.org/x/time v0.16.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (

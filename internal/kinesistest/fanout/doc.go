@@ -39,7 +39,14 @@
 // clean end, a stream that repeats records. It serves HTTP/1.1, or HTTP/2
 // over TLS (StubOptions.TLS) to test the client's transport.
 //
+// FakeServer serves SubscribeToShard over loopback HTTP from an in-memory
+// fake.Fake, so that the tail scheduler's tests, which script reshard
+// histories on the fake, read them subscribed as well as polling: the same
+// records, closed shards and children, ends as AWS sends them (or, with
+// NeverEnd, as kinesis-mock does not), and the Stub's scripted faults.
+//
 // Use the stub for the reader's and the consumer lifecycle's error paths,
-// exactly and fast; use the shim on kinesis-mock to show the same code
-// works against an emulator that really stores and streams records.
+// exactly and fast; the fake server for the scheduler over histories; the
+// shim on kinesis-mock to show the same code works against an emulator
+// that really stores and streams records.
 package fanout

@@ -551,8 +551,13 @@ func (s *Stub) describeStream(w http.ResponseWriter, body []byte) {
 
 // recordJSON is a stub record as the wire carries it.
 func recordJSON(r *stubRecord) json.RawMessage {
-	b, _ := json.Marshal(wireRecord{ApproximateArrivalTimestamp: epoch(r.arrival), Data: r.data, EncryptionType: "NONE",
-		PartitionKey: r.key, SequenceNumber: r.seq})
+	return wireRecordJSON(r.seq, r.key, r.data, r.arrival)
+}
+
+// wireRecordJSON is a record as the wire carries it.
+func wireRecordJSON(seq, key string, data []byte, arrival time.Time) json.RawMessage {
+	b, _ := json.Marshal(wireRecord{ApproximateArrivalTimestamp: epoch(arrival), Data: data, EncryptionType: "NONE",
+		PartitionKey: key, SequenceNumber: seq})
 	return b
 }
 

@@ -38,6 +38,8 @@ type dashboardBackend struct {
 	// leases and table: the --kcl-table overlay (nil and "" without it).
 	leases leases.DynamoAPI
 	table  string
+	// efo: with --efo, the sampling reader subscribes (dashboard_efo.go).
+	efo *dashboardEFO
 }
 
 func (b *dashboardBackend) ListStreams(ctx context.Context) ([]string, error) {
@@ -77,6 +79,9 @@ func (b *dashboardBackend) Read(ctx context.Context, ref kstream.Ref, o dashboar
 	deliver := func(batch []tail.Record) error {
 		o.OnRecords(batch)
 		return nil
+	}
+	if b.efo != nil {
+		return b.efo.read(ctx, ref, o, deliver)
 	}
 	_, err := tail.New(b.api, tail.NewMemoryStore(nil), opts, deliver).Run(ctx)
 	return err

@@ -27,7 +27,8 @@
 // Stub is a loopback server of its own for what no emulator produces: it
 // serves the consumer calls (register, describe with CREATING and DELETING
 // that last a given number of polls, paged listing, deregister, the
-// 20-consumer limit) and SubscribeToShard over shards whose records the
+// 20-consumer limit), DescribeStreamSummary and ListShards (enough for a
+// client to schedule its shards) and SubscribeToShard over shards whose records the
 // test puts, with AWS's rules: one call a second per consumer and shard
 // (LimitExceededException), a second subscription within 5 s of the first
 // refused (ResourceInUseException from the call) and a later one taking

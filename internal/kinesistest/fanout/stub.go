@@ -369,6 +369,8 @@ func (s *Stub) serve(w http.ResponseWriter, r *http.Request) {
 		s.subscribe(w, r, body)
 	case "DescribeStreamSummary":
 		s.describeStream(w, body)
+	case "ListShards":
+		s.listShards(w, body)
 	default:
 		writeError(w, "UnknownOperationException", "fanout stub: "+op+" is not served")
 	}

@@ -220,14 +220,16 @@ func TestTailEFOConsumerAtExit(t *testing.T) {
 
 // tailRead is how a test's tails read the emulator: polling, or
 // subscribed (--efo) through the fanout shim in front of kinesis-mock,
-// which gives its SubscribeToShard what the SDK needs and AWS's shard end.
+// which ends a closed shard's subscriptions as AWS does, or straight from
+// kinesis-mock, which never ends them (tail's own rule then finds the
+// end: tail/efo.go).
 type tailRead struct {
-	name string
-	efo  bool
-	shim fanout.ShimOptions
+	name   string
+	efo    bool
+	direct bool // no shim
 }
 
-var tailReads = []tailRead{{name: "polling"}, {name: "efo", efo: true}}
+var tailReads = []tailRead{{name: "polling"}, {name: "efo", efo: true}, {name: "efo without the shim", efo: true, direct: true}}
 
 // setup is the endpoint a tail of this kind talks to ("" for the
 // emulator itself) and what it makes of a polling tail's arguments (with
@@ -245,7 +247,10 @@ func (r tailRead) setup(t *testing.T, e *emulator.Emulator, c *kinesis.Client, s
 	}
 	arn := e.StreamARN(t, c, stream)
 	t.Cleanup(func() { noConsumerLeft(t, c, arn) })
-	shim := fanout.NewShim(t, e.Endpoint, r.shim)
+	if r.direct {
+		return "", efoArgs
+	}
+	shim := fanout.NewShim(t, e.Endpoint, fanout.ShimOptions{})
 	return shim.URL, efoArgs
 }
 

@@ -18,6 +18,13 @@ import (
 // with each.
 var readKinds = []string{"polling", "efo"}
 
+// forEachKind runs a test once with each kind of reader.
+func forEachKind(t *testing.T, test func(t *testing.T, kind string)) {
+	for _, kind := range readKinds {
+		t.Run(kind, func(t *testing.T) { test(t, kind) })
+	}
+}
+
 // newWorldOf is a world read by this kind of reader.
 func newWorldOf(t *testing.T, shards int, kind string) *world {
 	w := newWorld(t, shards)

@@ -214,19 +214,8 @@ func (s *FakeServer) subscribe(w http.ResponseWriter, r *http.Request, body []by
 // index idx on, until the shard's end, the lifetime, a fault, the client
 // leaving or the server closing.
 func (s *FakeServer) stream(w http.ResponseWriter, r *http.Request, stream, shard string, idx int, fault Fault) {
-	w.Header().Set("Content-Type", eventStreamType)
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	send := func(m eventstream.Message) bool {
-		if err := s.enc.encode(w, m); err != nil {
-			return false
-		}
-		if fl != nil {
-			fl.Flush()
-		}
-		return true
-	}
-	if !send(initialResponseMessage()) {
+	send, ok := s.enc.openStream(w)
+	if !ok {
 		return
 	}
 	lifetime := time.NewTimer(s.opts.Lifetime)

@@ -130,19 +130,8 @@ func (s *Stub) checkSubscribe(req *subscribeRequest) (sh *stubShard, start int, 
 // until the shard's end, the subscription's lifetime, a fault, a takeover,
 // the client leaving or the stub closing.
 func (s *Stub) stream(w http.ResponseWriter, r *http.Request, sh *stubShard, idx int, sub *subscription, fault Fault) {
-	w.Header().Set("Content-Type", eventStreamType)
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	send := func(m eventstream.Message) bool {
-		if err := s.enc.encode(w, m); err != nil {
-			return false
-		}
-		if fl != nil {
-			fl.Flush()
-		}
-		return true
-	}
-	if !send(initialResponseMessage()) {
+	send, ok := s.enc.openStream(w)
+	if !ok {
 		return
 	}
 	lifetime := time.NewTimer(s.opts.Lifetime)
@@ -182,6 +171,25 @@ func (s *Stub) stream(w http.ResponseWriter, r *http.Request, sh *stubShard, idx
 			break
 		}
 	}
+}
+
+// openStream answers 200 with an event stream and sends the
+// initial-response; send writes (and flushes) one more message. ok is
+// false when the client is gone.
+func (e *encoder) openStream(w http.ResponseWriter) (send func(eventstream.Message) bool, ok bool) {
+	w.Header().Set("Content-Type", eventStreamType)
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	send = func(m eventstream.Message) bool {
+		if err := e.encode(w, m); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return true
+	}
+	return send, send(initialResponseMessage())
 }
 
 // answerFault answers a call the way its fault says (an error code, a

@@ -239,22 +239,25 @@ func (w *Worker) dropLost(leases map[string]*Lease) {
 }
 
 // createMissing writes leases for shards nobody has written yet. A closed
-// shard whose child already has a lease is finished: the KCL deletes a
-// parent's lease once its children are under way, and recreating it would
-// read it all again.
+// shard whose child's lease is under way (checkpointed past its start) is
+// finished: the KCL deletes a parent's lease once its children are under
+// way, and recreating it would read it all again. A child's lease that
+// merely exists says nothing: the parent's create may have failed in the
+// sync that created both, and skipping the parent then would give its
+// child out with the parent unread.
 func (w *Worker) createMissing(ctx context.Context, known []tail.ShardInfo, leases map[string]*Lease) error {
 	first := len(leases) == 0
-	hasLeasedChild := map[string]bool{}
+	childUnderWay := map[string]bool{}
 	for _, s := range known {
-		if leases[s.ID] != nil {
+		if l := leases[s.ID]; l != nil && underWay(l) {
 			for _, p := range s.Parents {
-				hasLeasedChild[p] = true
+				childUnderWay[p] = true
 			}
 		}
 	}
 	var todo []tail.ShardInfo
 	for _, s := range known {
-		if leases[s.ID] == nil && !(s.Closed && hasLeasedChild[s.ID]) {
+		if leases[s.ID] == nil && !(s.Closed && childUnderWay[s.ID]) {
 			todo = append(todo, s)
 		}
 	}
@@ -267,6 +270,15 @@ func (w *Worker) createMissing(ctx context.Context, known []tail.ShardInfo, leas
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// underWay: the lease was checkpointed past where its shard starts.
+func underWay(l *Lease) bool {
+	switch l.Checkpoint {
+	case "", TrimHorizon, Latest, AtTimestamp:
+		return false
+	}
+	return true
 }
 
 // finishTrimmed writes SHARD_END to the leases of shards retention

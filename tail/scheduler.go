@@ -346,13 +346,18 @@ func (t *Tailer) idle(ctx context.Context) bool {
 	if t.discovering || t.endedWithoutChildren() {
 		return busy()
 	}
+	if t.lease != nil && t.lease.stalled() {
+		// Not known to be idle until the table answers; the clock goes
+		// on (a table that fails is no record).
+		return false
+	}
 	if t.lease != nil && t.lease.busy() {
 		return busy() // a checkpoint of ours is still to be written
 	}
 	for _, s := range t.shards {
 		switch s.status {
 		case statusPending:
-			if t.lease != nil && !t.lease.holds(s.id) {
+			if t.lease != nil && !t.lease.unread(s.id) {
 				continue // another worker reads it
 			}
 			return busy()

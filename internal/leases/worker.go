@@ -169,7 +169,25 @@ func (w *Worker) Sync(ctx context.Context, known []tail.ShardInfo) (*tail.Assign
 			a.Starts[id] = start
 		}
 	}
+	a.Free = w.free(leases, a.Held, now)
 	return a, nil
+}
+
+// free lists the leases ready to be worked on that nobody holds (no
+// owner, or one whose lease expired) and we did not take.
+func (w *Worker) free(leases map[string]*Lease, held map[string]time.Time, now time.Time) map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]bool{}
+	for id, l := range leases {
+		if _, ours := held[id]; ours || l.Finished() || !parentsFinished(l, leases) {
+			continue
+		}
+		if l.Owner == "" || l.Owner == w.opts.WorkerID || w.expired(id, now) {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // renewAll renews every held lease, a bounded number at a time. A lease

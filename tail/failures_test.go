@@ -248,3 +248,47 @@ func TestCheckpointForgetsTrimmedShards(t *testing.T) {
 	}
 	// lower and upper were never read (trimmed): nothing to keep of them.
 }
+
+// A caught-up reader whose next GetRecords goes unanswered (a stalled
+// connection, well inside the call's deadline) is not known to be at its
+// tip: --idle-exit waits for the answer, and the records written meanwhile
+// are delivered before the tail exits 0.
+func TestIdleExitWaitsForAnUnansweredCall(t *testing.T) {
+	w := newWorld(t, 1)
+	w.put(1, 5)
+	var stall atomic.Bool
+	stalled := make(chan struct{}, 1)
+	w.fake.Hook = func(op string, _ any) error {
+		if op == "GetRecords" && stall.CompareAndSwap(true, false) {
+			stalled <- struct{}{}
+			time.Sleep(time.Second) // unanswered for far longer than --idle-exit
+		}
+		return nil
+	}
+	out := &sink{}
+	opts := fastOptions()
+	opts.IdleExit = 300 * time.Millisecond
+	type ran struct {
+		res Result
+		err error
+	}
+	done := make(chan ran, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() {
+		res, err := New(w.fake, NewMemoryStore(nil), opts, out.deliver).Run(ctx)
+		done <- ran{res, err}
+	}()
+	for len(out.records()) < 5 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // at its tip
+	stall.Store(true)
+	<-stalled
+	w.put(1, 10) // in the stalled call's answer
+	r := <-done
+	if r.err != nil || r.res.Reason != StopIdle {
+		t.Fatalf("reason %v, err %v", r.res.Reason, r.err)
+	}
+	w.checkDelivered(out.records(), true)
+}

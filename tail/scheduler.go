@@ -362,8 +362,9 @@ func (t *Tailer) idle(ctx context.Context) bool {
 			}
 			return busy()
 		case statusRunning:
-			if s.failing {
-				// Not known to be at its tip until a call succeeds; the
+			if s.failing || s.rd.unanswered(t.now(), t.opts.PollInterval) {
+				// Not known to be at its tip until a call succeeds (or
+				// while one goes unanswered for longer than a poll); the
 				// clock goes on (failures are not records).
 				return false
 			}

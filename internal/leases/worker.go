@@ -28,8 +28,9 @@ type WorkerOptions struct {
 	// past the moment our leases may be taken.
 	CallTimeout time.Duration
 	// Start is where leases created by this worker start when the table
-	// holds none of the stream's leases yet (the first worker of an
-	// application); later leases (new children) start at TRIM_HORIZON.
+	// held none of the stream's leases at its first sync (the first worker
+	// of an application), for the shards it knew then; later leases (new
+	// children) start at TRIM_HORIZON.
 	Start tail.StartMode
 	// Timestamp of a StartAtTimestamp start; it is written into the leases
 	// (an attribute of ours the KCL ignores), so that every worker starts
@@ -55,6 +56,11 @@ type Worker struct {
 	rng  *rand.Rand
 	held map[string]heldLease // shard -> our hold on it
 	seen map[string]observation
+	// initial: the shards known at our first scan, when the table held
+	// none of the stream's leases; their leases start where Start says,
+	// in whichever sync they are created (one may fail at first). Used
+	// by Sync only (never two at once).
+	initial map[string]bool
 }
 
 // heldLease is a lease we hold: the counter we last wrote, and the moment
@@ -264,7 +270,14 @@ func (w *Worker) dropLost(leases map[string]*Lease) {
 // sync that created both, and skipping the parent then would give its
 // child out with the parent unread.
 func (w *Worker) createMissing(ctx context.Context, known []tail.ShardInfo, leases map[string]*Lease) error {
-	first := len(leases) == 0
+	if w.initial == nil {
+		w.initial = map[string]bool{}
+		if len(leases) == 0 {
+			for _, s := range known {
+				w.initial[s.ID] = true
+			}
+		}
+	}
 	childUnderWay := map[string]bool{}
 	for _, s := range known {
 		if l := leases[s.ID]; l != nil && underWay(l) {
@@ -281,7 +294,7 @@ func (w *Worker) createMissing(ctx context.Context, known []tail.ShardInfo, leas
 	}
 	created := make([]*Lease, len(todo))
 	errs := make([]error, len(todo))
-	parallel(len(todo), func(i int) { created[i], errs[i] = w.create(ctx, todo[i], first) })
+	parallel(len(todo), func(i int) { created[i], errs[i] = w.create(ctx, todo[i], w.initial[todo[i].ID]) })
 	for i, l := range created {
 		if l != nil {
 			leases[todo[i].ID] = l

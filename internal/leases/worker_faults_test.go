@@ -85,3 +85,43 @@ func TestParentLeaseCreatedAfterAFailedCreate(t *testing.T) {
 		t.Fatalf("held %v, want the parent", a.Held)
 	}
 }
+
+// The first worker of a table creates the leases of the shards it knows
+// where --from-tip or --from-timestamp says, even when one of those
+// creates failed in its first sync and is done in a later one: a closed
+// shard is still finished, an open one still starts at the tip, not at
+// its oldest record.
+func TestFirstLeasesStartWhereAskedAfterAFailedCreate(t *testing.T) {
+	parent, child, other := "shardId-000000000000", "shardId-000000000001", "shardId-000000000002"
+	known := []tail.ShardInfo{
+		{ID: parent, Closed: true, Listed: true},
+		{ID: child, Parents: []string{parent}, Listed: true},
+		{ID: other, Listed: true},
+	}
+	for _, failing := range []string{parent, other} {
+		t.Run(failing, func(t *testing.T) {
+			m, table := memTable(t)
+			ft := &faultyTable{MemTable: m}
+			once := true
+			ft.fail = func(op, key, _ string) bool {
+				if op == "PutItem" && key == failing && once {
+					once = false
+					return true
+				}
+				return false
+			}
+			w, _ := NewWorker(ft, WorkerOptions{Table: table, WorkerID: "a", LeaseDuration: 10 * time.Second, Start: tail.StartLatest})
+			if _, err := w.Sync(context.Background(), known); err == nil {
+				t.Fatal("the first sync hid a failed PutItem")
+			}
+			if _, err := w.Sync(context.Background(), known); err != nil {
+				t.Fatalf("second sync: %v", err)
+			}
+			for id, want := range map[string]string{parent: ShardEnd, child: Latest, other: Latest} {
+				if cp := checkpointOf(m, table, id); cp != want {
+					t.Errorf("%s is at %q, want %q", id, cp, want)
+				}
+			}
+		})
+	}
+}

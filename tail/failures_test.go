@@ -2,6 +2,7 @@ package tail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -286,6 +287,48 @@ func TestIdleExitWaitsForAnUnansweredCall(t *testing.T) {
 	stall.Store(true)
 	<-stalled
 	w.put(1, 10) // in the stalled call's answer
+	r := <-done
+	if r.err != nil || r.res.Reason != StopIdle {
+		t.Fatalf("reason %v, err %v", r.res.Reason, r.err)
+	}
+	w.checkDelivered(out.records(), true)
+}
+
+// The listing --idle-exit takes before it exits must succeed: when it
+// fails, another is taken, and a reshard it would have shown (here a
+// split the caught-up reader has not polled into yet) is read.
+func TestIdleExitNeedsItsLastListing(t *testing.T) {
+	w := newWorld(t, 1)
+	w.put(1, 3)
+	var armed atomic.Bool
+	w.fake.Hook = func(op string, _ any) error {
+		if op == "ListShards" && armed.CompareAndSwap(true, false) {
+			w.fake.SplitHalf(w.stream, "shardId-000000000000")
+			w.put(1, 4) // in a child
+			return errors.New("read tcp 127.0.0.1:4567: connection reset by peer")
+		}
+		return nil
+	}
+	out := &sink{}
+	opts := fastOptions()
+	opts.PollInterval = 2 * time.Second // the reader does not see the end first
+	opts.RelistInterval = time.Hour
+	opts.IdleExit = 300 * time.Millisecond
+	type ran struct {
+		res Result
+		err error
+	}
+	done := make(chan ran, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() {
+		res, err := New(w.fake, NewMemoryStore(nil), opts, out.deliver).Run(ctx)
+		done <- ran{res, err}
+	}()
+	for len(out.records()) < 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	armed.Store(true) // the listing before the idle exit fails
 	r := <-done
 	if r.err != nil || r.res.Reason != StopIdle {
 		t.Fatalf("reason %v, err %v", r.res.Reason, r.err)

@@ -306,6 +306,7 @@ func (t *Tailer) onList(ev listEvent) error {
 		}
 		t.opts.Logf("listing shards failed (will retry): %v", ev.err)
 		t.retryList.Reset(t.opts.PollInterval)
+		t.idleListed = false // --idle-exit needs a listing that answered
 		return nil
 	}
 	if err := t.mergeListing(ev.shards, false); err != nil {

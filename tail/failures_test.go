@@ -269,17 +269,7 @@ func TestIdleExitWaitsForAnUnansweredCall(t *testing.T) {
 	out := &sink{}
 	opts := fastOptions()
 	opts.IdleExit = 300 * time.Millisecond
-	type ran struct {
-		res Result
-		err error
-	}
-	done := make(chan ran, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	go func() {
-		res, err := New(w.fake, NewMemoryStore(nil), opts, out.deliver).Run(ctx)
-		done <- ran{res, err}
-	}()
+	wait := startTail(t, w, opts, out)
 	for len(out.records()) < 5 {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -287,9 +277,8 @@ func TestIdleExitWaitsForAnUnansweredCall(t *testing.T) {
 	stall.Store(true)
 	<-stalled
 	w.put(1, 10) // in the stalled call's answer
-	r := <-done
-	if r.err != nil || r.res.Reason != StopIdle {
-		t.Fatalf("reason %v, err %v", r.res.Reason, r.err)
+	if res, err := wait(); err != nil || res.Reason != StopIdle {
+		t.Fatalf("reason %v, err %v", res.Reason, err)
 	}
 	w.checkDelivered(out.records(), true)
 }
@@ -314,24 +303,33 @@ func TestIdleExitNeedsItsLastListing(t *testing.T) {
 	opts.PollInterval = 2 * time.Second // the reader does not see the end first
 	opts.RelistInterval = time.Hour
 	opts.IdleExit = 300 * time.Millisecond
+	wait := startTail(t, w, opts, out)
+	for len(out.records()) < 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	armed.Store(true) // the listing before the idle exit fails
+	if res, err := wait(); err != nil || res.Reason != StopIdle {
+		t.Fatalf("reason %v, err %v", res.Reason, err)
+	}
+	w.checkDelivered(out.records(), true)
+}
+
+// startTail runs a tail of w in the background; wait returns how it
+// stopped.
+func startTail(t *testing.T, w *world, opts Options, out *sink) (wait func() (Result, error)) {
 	type ran struct {
 		res Result
 		err error
 	}
 	done := make(chan ran, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	go func() {
 		res, err := New(w.fake, NewMemoryStore(nil), opts, out.deliver).Run(ctx)
 		done <- ran{res, err}
 	}()
-	for len(out.records()) < 3 {
-		time.Sleep(5 * time.Millisecond)
+	return func() (Result, error) {
+		r := <-done
+		return r.res, r.err
 	}
-	armed.Store(true) // the listing before the idle exit fails
-	r := <-done
-	if r.err != nil || r.res.Reason != StopIdle {
-		t.Fatalf("reason %v, err %v", r.res.Reason, r.err)
-	}
-	w.checkDelivered(out.records(), true)
 }

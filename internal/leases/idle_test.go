@@ -12,9 +12,9 @@ import (
 )
 
 // A single worker with --idle-exit does not exit 0 while a shard nobody
-// holds waits to be taken: here the children of a split, whose first
-// take failed once (a 500 from the table), are taken at the next sync and
-// read before the tail exits.
+// holds waits to be taken: here the children of a split, whose takes fail
+// for a while (a 500 from the table), are taken at a later sync and read
+// before the tail exits.
 func TestIdleExitWaitsForAFreeLease(t *testing.T) {
 	f := fake.New()
 	f.AddStream("s", 1)
@@ -24,12 +24,14 @@ func TestIdleExitWaitsForAFreeLease(t *testing.T) {
 	want = append(want, put(f, "b", 4)...)
 	m, table := memTable(t)
 	ft := &faultyTable{MemTable: m}
-	failed := map[string]bool{}
+	var failingUntil time.Time
 	ft.fail = func(op, key, update string) bool {
-		// The first take of each child fails.
-		if op == "UpdateItem" && (key == lower || key == upper) && strings.HasPrefix(update, "SET leaseOwner") && !failed[key] {
-			failed[key] = true
-			return true
+		// The children's takes fail for longer than --idle-exit.
+		if op == "UpdateItem" && (key == lower || key == upper) && strings.HasPrefix(update, "SET leaseOwner") {
+			if failingUntil.IsZero() {
+				failingUntil = time.Now().Add(1500 * time.Millisecond)
+			}
+			return time.Now().Before(failingUntil)
 		}
 		return false
 	}

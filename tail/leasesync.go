@@ -39,6 +39,8 @@ type leaseSync struct {
 	wg                 sync.WaitGroup // syncs and checkpoint writes in flight
 	lastAnswer         time.Time      // the last sync that succeeded
 	failing            bool           // the last sync failed
+	failingSince       time.Time      // the first failure of this run of them
+	syncWarned         bool           // that run was warned about
 	warned             bool           // readers were stopped for want of renewals
 	flushing, flushDue bool
 	failures           int         // checkpoint rounds failed in a row
@@ -151,14 +153,21 @@ func (ls *leaseSync) onSync(ctx context.Context, ev syncEvent) {
 	ls.syncing = false
 	switch {
 	case ev.err != nil:
-		ls.failing = true
+		now := ls.t.now()
+		if !ls.failing {
+			ls.failing, ls.failingSince = true, now
+		}
 		ls.t.opts.Logf("lease sync failed (will retry): %v", ev.err)
+		if d := now.Sub(ls.failingSince); !ls.syncWarned && d >= throttleWarnAfter {
+			ls.syncWarned = true
+			ls.t.opts.Warnf("the lease table has failed every sync for %s (%v): no lease is taken meanwhile (new shards wait) and --idle-exit waits; tail keeps trying", d.Round(time.Second), ev.err)
+		}
 		if ev.a != nil {
 			ls.held = ev.a.Held // the renewals that were answered
 		}
 		ls.enforce()
 	default:
-		ls.lastAnswer, ls.warned, ls.failing = ls.t.now(), false, false
+		ls.lastAnswer, ls.warned, ls.failing, ls.syncWarned = ls.t.now(), false, false, false
 		ls.apply(ev.a)
 	}
 	ls.t.schedule()

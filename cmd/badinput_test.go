@@ -239,6 +239,14 @@ func TestBadInput(t *testing.T) {
 		usage("format/tail -o yaml", tailArgs("-o", "yaml"), `unknown record format "yaml"`),
 		usage("format/tail --format xml", tailArgs("--format", "xml"), `unknown record format "xml": use json, raw or text`),
 		usage("format/tail -o and --format disagree", tailArgs("--format", "json", "-o", "raw"), "-o raw and --format json disagree"),
+
+		// jq expressions: refused before any call, naming where the mistake is.
+		usage("jq/tail --filter syntax", tailArgs("--filter", `.payload.level = = "error"`), `error: --filter: unexpected token "=" at column 18 in the jq expression '.payload.level = = "error"'`),
+		usage("jq/tail --filter on line 2", tailArgs("--filter", ".payload\n| select(.a ==)"), `error: --filter: unexpected token ")" at line 2, column 15 in the jq expression '.payload\n| select(.a ==)'`),
+		usage("jq/tail --jq unknown function", tailArgs("--jq", "foo(1)"), "error: --jq: function not defined: foo/1 in the jq expression 'foo(1)'"),
+		usage("jq/tail --jq unfinished", tailArgs("--jq", "{a: .b"), "error: --jq: unexpected end at column 7 in the jq expression '{a: .b'"),
+		usage("jq/tail --filter empty", tailArgs("--filter", ""), `error: --filter: missing query (try ".") in the jq expression ''`),
+		usage("jq/tail --jq input", tailArgs("--jq", "input"), "error: --jq: input(s)/0 is not allowed in the jq expression 'input'"),
 		usage("format/put --format yaml", []string{"put", stream, "--format", "yaml"}, `unknown --format "yaml": use lines or json`),
 		usage("combination/put --format json --key", []string{"put", stream, "--format", "json", "--key", "k"}, "--key does not go with --format json"),
 		{name: "format/put --format json, a line that is not a record", args: []string{"put", stream, "--format", "json"}, stdin: "{\"level\":\"error\"}\n", code: 1,

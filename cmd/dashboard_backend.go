@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/consumer"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -88,7 +89,7 @@ func (b *dashboardBackend) ReadCheckpoint(path string) (tail.StreamIdentity, map
 
 // Leases reads the --kcl-table overlay as `tree --kcl-table` does.
 func (b *dashboardBackend) Leases(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
-	d, _, err := diagnoseLeases(ctx, b.leases, b.table, g, sum)
+	d, _, err := consumer.DiagnoseLeases(ctx, b.leases, b.table, g, sum)
 	if err != nil {
 		return nil, err
 	}

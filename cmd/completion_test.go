@@ -268,6 +268,7 @@ func TestCompleteFlagValues(t *testing.T) {
 		{[]string{"lag", "x", "--checkpoint", ""}, nil, cobra.ShellCompDirectiveDefault},
 		{[]string{"lag", "x", "--lease-table", ""}, nil, cobra.ShellCompDirectiveNoFileComp},
 		{[]string{"lag", "x", "--kcl-table", ""}, nil, cobra.ShellCompDirectiveNoFileComp},
+		{[]string{"dashboard", "x", "--lease-table", ""}, nil, cobra.ShellCompDirectiveNoFileComp},
 		{[]string{"completion", ""}, []string{
 			"bash\tPrint the bash completion script", "fish\tPrint the fish completion script",
 			"powershell\tPrint the powershell completion script", "zsh\tPrint the zsh completion script"}, cobra.ShellCompDirectiveNoFileComp},

@@ -283,6 +283,8 @@ func TestFlagUsageErrors(t *testing.T) {
 
 		// dashboard.
 		{args: []string{"dashboard", "orders"}, msg: "dashboard needs a terminal (stdin and stdout)"},
+		{args: []string{"dashboard", "orders", "--kcl-table", "orders-app", "--lease-table", "orders-tail"}, tty: true, msg: "--kcl-table and --lease-table do not go together"},
+		{args: []string{"dashboard", "orders", "--lease-table", "x"}, tty: true, msg: `--lease-table "x" is not a DynamoDB table name`},
 		{args: []string{"dashboard", "orders", "--refresh", "500ms"}, tty: true, msg: "--refresh must be at least 1s"},
 		{args: []string{"dashboard", "orders", "--poll-interval", "1ms"}, tty: true, msg: "--poll-interval must be at least 200ms"},
 		{args: []string{"dashboard", "orders", "--kcl-table", "ab"}, tty: true, msg: `--kcl-table "ab" is not a DynamoDB table name`},
@@ -500,6 +502,11 @@ func TestFlagOptions(t *testing.T) {
 		{[]string{"lag", "orders", "--lease-table", "orders-tail"}, false, func(t *testing.T, o any) {
 			if l := as[*LagOptions](t, o); l.LeaseTable != "orders-tail" || l.table() != "orders-tail" {
 				t.Errorf("%+v", l)
+			}
+		}},
+		{[]string{"dashboard", "orders", "--lease-table", "orders-tail", "--checkpoint", "o.json"}, true, func(t *testing.T, o any) {
+			if d := as[*DashboardOptions](t, o); d.LeaseTable != "orders-tail" || d.KCLTable != "" || d.Checkpoint != "o.json" {
+				t.Errorf("%+v", d)
 			}
 		}},
 		{[]string{"dashboard"}, true, func(t *testing.T, o any) {

@@ -36,6 +36,9 @@ const (
 	// operationTimeout bounds one call with all its retries, so a silent
 	// endpoint ends in an error within seconds, not minutes.
 	operationTimeout = 25 * time.Second
+	// streamTimeout bounds a SubscribeToShard whose caller set no deadline:
+	// its event stream lasts up to 5 minutes after the call returns.
+	streamTimeout = 5*time.Minute + 30*time.Second
 )
 
 // clientConfig is what decides how the SDK client is built.
@@ -100,6 +103,11 @@ func newHTTPClient() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().
 		WithDialerOptions(func(d *net.Dialer) { d.Timeout = dialTimeout }).
 		WithTransportOptions(func(t *http.Transport) {
+			// SubscribeToShard streams over HTTP/2 (over TLS; plain
+			// http:// endpoints stay HTTP/1.1). A transport with a TLS
+			// configuration of its own (AWS_CA_BUNDLE) offers HTTP/2 only
+			// with this set.
+			t.ForceAttemptHTTP2 = true
 			t.TLSHandshakeTimeout = tlsHandshakeTimeout
 			t.ResponseHeaderTimeout = responseHeaderTimeout
 			// tail keeps one connection per busy shard.
@@ -202,11 +210,23 @@ func isLoopback(host string) bool {
 }
 
 // withOperationTimeout gives every call (all attempts together) a deadline
-// unless its context already has a sooner one.
+// unless its context already has a sooner one. SubscribeToShard is the
+// exception: its event stream is read after the call returns, in the
+// call's context, so a deadline cancelled on return would end the stream
+// at once. It keeps its caller's deadline (the subscription reader sets
+// one per subscription), or gets streamTimeout, which is left to expire.
 func withOperationTimeout(d time.Duration) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("kinesis-shards-operation-timeout",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if _, stream := in.Parameters.(*kinesis.SubscribeToShardInput); stream {
+					if _, ok := ctx.Deadline(); !ok {
+						var cancel context.CancelFunc
+						ctx, cancel = context.WithTimeout(ctx, streamTimeout)
+						time.AfterFunc(streamTimeout, cancel) // not on return: the stream outlives the call
+					}
+					return next.HandleInitialize(ctx, in)
+				}
 				if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > d {
 					var cancel context.CancelFunc
 					ctx, cancel = context.WithTimeout(ctx, d)

@@ -15,6 +15,10 @@ var fileFlags = map[string]bool{"checkpoint": true}
 // shardFlag completes the shard ids of the command's STREAM argument.
 const shardFlag = "shard"
 
+// consumerFlags complete the consumer names of the command's STREAM
+// argument (consumers --deregister, and a --consumer flag wherever it is).
+var consumerFlags = map[string]bool{"consumer": true, "deregister": true}
+
 // openShardCommands act on open shards only: their SHARD arguments offer
 // no closed shard.
 var openShardCommands = map[string]bool{"split": true, "merge": true}
@@ -25,6 +29,7 @@ var openShardCommands = map[string]bool{"split": true, "merge": true}
 //   - positional arguments named in Use ("split STREAM SHARD"): STREAM
 //     completes stream names, SHARD the shard ids of that stream;
 //   - a flag named shard: the shard ids of the command's STREAM argument;
+//   - consumer, deregister: the consumer names of that stream;
 //   - checkpoint: file names;
 //   - output, format, method: the values in enumFlagValues;
 //   - any other flag that takes a value (a table name, a key, a count, a
@@ -60,6 +65,14 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 				fn = live.Shards(func(_ *cobra.Command, args []string) completions.ShardQuery {
 					return completions.ShardQuery{Stream: completions.StreamArg(params, args)}
 				})
+			case consumerFlags[fl.Name]:
+				fn = live.Consumers(func(ctx context.Context, stream string) (completions.ConsumerAPI, error) {
+					c, _, err := f.Kinesis(ctx, stream)
+					if err != nil {
+						return nil, err
+					}
+					return c, nil
+				}, func(_ *cobra.Command, args []string) string { return completions.StreamArg(params, args) })
 			case fileFlags[fl.Name]:
 				fn = completions.Files()
 			case enumFlagValues[fl.Name] != nil:

@@ -58,9 +58,7 @@ const (
 	fmBoundQuick   = 12 * time.Second                       // a fault that is retried or refused at once
 	fmBoundStall   = responseHeaderTimeout + 12*time.Second // one stalled call, then a retry
 	fmBoundTimeout = operationTimeout + 12*time.Second      // a call that never answers
-	// tail retries 5xx on GetRecords itself, 10 times with backoff to 5 s.
-	fmBoundTailRetries = 60 * time.Second
-	fmConcurrency      = 8
+	fmConcurrency  = 8
 )
 
 // fmSeed is the base seed; KINESIS_SHARDS_FAULT_SEED overrides it.
@@ -242,17 +240,11 @@ func fmCases(t *testing.T, e *emulator.Emulator) []fmCase {
 					c.wantOK = true
 				}
 				if c.cmd == "tail" && persistent {
-					switch f.kind {
-					case faults.Throttle:
-						// A throttled reader waits and asks again for as long
-						// as it takes (README, Pacing): no end to test. Its
-						// start-up listing is the persistent case instead.
-						c.op = "DescribeStreamSummary"
-					case faults.InternalFailure500:
-						c.bound = fmBoundTailRetries // the reader's own 10 retries
-					default:
-						c.op = "DescribeStreamSummary"
-					}
+					// A reader whose GetRecords is throttled or fails waits
+					// and asks again for as long as it takes (README,
+					// Pacing): no end to test. Its start-up listing is the
+					// persistent case instead.
+					c.op = "DescribeStreamSummary"
 				}
 				cases = append(cases, c)
 			}

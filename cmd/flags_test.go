@@ -50,6 +50,7 @@ func flagRoot(f *Factory, got *any) *cobra.Command {
 		newHotCmd(f, record[*HotOptions](got)),
 		newLagCmd(f, record[*LagOptions](got)),
 		newDashboardCmd(f, record[*DashboardOptions](got)),
+		newConsumersCmd(f, record[*ConsumersOptions](got)),
 	)
 	return root
 }

@@ -218,6 +218,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newHotCmd(f, nil),
 		newLagCmd(f, nil),
 		newDashboardCmd(f, nil),
+		newConsumersCmd(f, nil),
 	)
 	registerCompletions(root, f)
 	return root

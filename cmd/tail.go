@@ -268,13 +268,13 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 		fmt.Fprintf(f.IO.ErrOut, "note: %s is an on-demand stream; if its record distribution is AUTO, partition keys do not choose shards and --key reads nothing useful\n", ref)
 	}
 
-	var coord tail.Coordinator
+	var leaseWorker tail.Leases
 	if o.LeaseTable != "" {
 		w, err := openLeaseWorker(ctx, f, sum, o)
 		if err != nil {
 			return err
 		}
-		coord = w
+		leaseWorker = w
 		f.Debugf("lease table %s, worker %s", o.LeaseTable, o.WorkerID)
 	}
 	store, path, err := openTailStore(f, sum, o)
@@ -301,7 +301,7 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 		IdleExit:           o.IdleExit,
 		Decompress:         o.Decompress,
 		Now:                f.Now,
-		Coordinator:        coord,
+		Leases:             leaseWorker,
 	}
 	if ref.ARN != "" {
 		topts.StreamARN = ref.ARN
@@ -355,7 +355,11 @@ func openTailStore(f *Factory, sum *kstream.Summary, o *TailOptions) (tail.Store
 		path = p
 	}
 	id := tail.StreamIdentity{Name: sum.Name, ARN: sum.ARN, Created: sum.Created}
-	store, err := tail.OpenFile(path, id, func(w string) { fmt.Fprintln(f.IO.ErrOut, "warning: "+w) })
+	filter := tail.Filter{Shard: o.Shard}
+	if o.keyHash != nil {
+		filter = tail.Filter{Key: o.Key}
+	}
+	store, err := tail.OpenFilteredFile(path, id, filter, func(w string) { fmt.Fprintln(f.IO.ErrOut, "warning: "+w) })
 	if err != nil {
 		return nil, "", err
 	}
@@ -457,7 +461,7 @@ func openLeaseWorker(ctx context.Context, f *Factory, sum *kstream.Summary, o *T
 	if err := leases.ClaimTable(ctx, o.Leases, o.LeaseTable, tail.StreamIdentity{Name: sum.Name, ARN: sum.ARN, Created: sum.Created}); err != nil {
 		return nil, err
 	}
-	wo := leases.WorkerOptions{Table: o.LeaseTable, WorkerID: o.WorkerID, Start: o.start, LeaseDuration: o.LeaseDuration}
+	wo := leases.WorkerOptions{Table: o.LeaseTable, WorkerID: o.WorkerID, Start: o.start, Timestamp: o.timestamp, LeaseDuration: o.LeaseDuration}
 	if f.Global.Debug {
 		wo.Logf = f.Debugf
 	}

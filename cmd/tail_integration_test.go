@@ -475,3 +475,36 @@ func TestTailUnderFaults(t *testing.T) {
 
 var _ = big.NewInt
 var _ = types.StreamStatusActive
+
+// A checkpoint file written by a --key run is refused by an unfiltered run
+// (which would skip the shards the --key run ended, and the other keys'
+// records with them): one line, a non-zero exit, nothing printed, and the
+// file exactly as it was.
+func TestTailCheckpointFilterRefused(t *testing.T) {
+	e := emulator.Require(t)
+	c := e.Client(t)
+	stream := emulator.StreamName(t)
+	e.CreateStream(t, c, stream, 2)
+	w := &keyedWriter{t: t, e: e, c: c, stream: stream, keys: 4, written: map[string][]string{}}
+	w.round(2)
+	cp := filepath.Join(t.TempDir(), "cp.json")
+	env := tailEnv(e, t, "")
+	res := runBinary(t, env, "", "tail", stream, "--checkpoint", cp, "--key", "key-01", "--idle-exit", "1s")
+	if res.code != 0 || strings.Count(res.stdout, "\n") != 2 {
+		t.Fatalf("--key run: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
+	}
+	before, err := os.ReadFile(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{}, {"--key", "key-02"}} {
+		res = runBinary(t, env, "", append([]string{"tail", stream, "--checkpoint", cp, "--idle-exit", "1s"}, args...)...)
+		if res.code != 1 || res.stdout != "" || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 ||
+			!strings.Contains(res.stderr, "was written by a tail with --key key-01") {
+			t.Fatalf("run with %v on a --key key-01 file: exit %d, stdout %q, stderr %q", args, res.code, res.stdout, res.stderr)
+		}
+		if after, _ := os.ReadFile(cp); string(after) != string(before) {
+			t.Fatalf("the refused file changed:\n%s\nwas\n%s", after, before)
+		}
+	}
+}

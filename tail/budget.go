@@ -16,6 +16,13 @@ import (
 // pageBudgetBytes shared by the tail; small pages (an idle shard's) never
 // wait. Waiting delays a call, it never brings two calls closer: the pacer
 // counts from the call itself.
+//
+// Waits happen only before a call, never under its deadline: a page that
+// turns out bigger than its reservation is taken in full once its
+// response arrives (the budget may run over by the pages on the wire),
+// and the next calls wait until it is delivered. So a slow consumer slows
+// the reading down and never makes a call fail or a fetched page go to
+// waste.
 const (
 	pageBudgetBytes = 32 << 20
 	firstPageWeight = 2 << 20
@@ -27,8 +34,9 @@ const (
 // was thousands of calls at the same moment, each on its own HTTP
 // connection with its goroutines and buffers (10,000 shards: 746 MiB
 // resident). maxCallsInFlight bounds them; at ~20 ms a call that is still
-// over 10,000 calls a second. A call slot is taken before the page budget
-// and given back when the call returns.
+// over 10,000 calls a second. A call slot is taken after the page budget
+// (a reader waiting for room holds none) and given back when the call
+// returns.
 const maxCallsInFlight = 256
 
 type callSlots chan struct{}
@@ -47,14 +55,11 @@ func (c callSlots) release() { <-c }
 // pageTicket is a reader's reservation. The decoder, once it has a
 // response's Content-Length and before it reads the body, grows the
 // reservation to the page's size (the first page of a backlogged shard is
-// much bigger than firstPageWeight): it gives back what it holds and waits
-// in line for the whole, so no one waits while holding anything.
+// much bigger than firstPageWeight), without waiting.
 type pageTicket struct {
 	budget *pageBudget
 	held   int64
 }
-
-type pageTicketKey struct{}
 
 func (t *pageTicket) hold(ctx context.Context, n int64) error {
 	if err := t.budget.acquire(ctx, n); err != nil {
@@ -69,13 +74,14 @@ func (t *pageTicket) drop() {
 	t.held = 0
 }
 
-// grow makes the reservation at least n bytes.
-func (t *pageTicket) grow(ctx context.Context, n int64) error {
+// grow makes the reservation at least n bytes, at once: the page is on
+// its way, and waiting here would be under the call's deadline.
+func (t *pageTicket) grow(n int64) {
 	if n <= t.held || n <= smallPage {
-		return nil
+		return
 	}
-	t.drop()
-	return t.hold(ctx, n)
+	t.budget.take(n - t.held)
+	t.held = n
 }
 
 // pageBudget is a weighted semaphore with first-come-first-served waiters.
@@ -128,6 +134,13 @@ func (b *pageBudget) acquire(ctx context.Context, n int64) error {
 		b.grant()
 		return ctx.Err()
 	}
+}
+
+// take reserves n bytes without waiting, even past the limit.
+func (b *pageBudget) take(n int64) {
+	b.mu.Lock()
+	b.used += n
+	b.mu.Unlock()
 }
 
 func (b *pageBudget) release(n int64) {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
+	"github.com/kinesis-shards/kinesis-shards/tail/internal/getrecords"
 )
 
 // The page budget bounds the memory of the pages readers hold (reader.go).
@@ -128,11 +129,14 @@ func TestPageBudgetConcurrent(t *testing.T) {
 }
 
 // The decoder grows a reader's reservation to the size of the response
-// before it reads the body, waiting for room without holding anything.
+// before it reads the body, without waiting (a wait there would be under
+// the call's deadline, and a page already fetched would be lost to it):
+// the budget runs over, and the next reservation waits until the page is
+// given back.
 func TestPageTicketGrows(t *testing.T) {
 	s := startStubT(t, 1024, 1000) // a 1 MiB page
 	body := s.PageBody()
-	c := clientFor(200, body)
+	c := wirestub.BodyClient(200, body)
 	b := newPageBudget(2 << 20)
 	other := &pageTicket{budget: b}
 	if err := other.hold(context.Background(), 3<<19); err != nil { // 1.5 MiB held elsewhere
@@ -142,25 +146,36 @@ func TestPageTicketGrows(t *testing.T) {
 	if err := ticket.hold(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.WithValue(context.Background(), pageTicketKey{}, ticket)
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, fastGetRecords)
-		done <- err
-	}()
+	// A deadline far shorter than the wait for room would be.
+	ctx, cancel := context.WithTimeout(getrecords.WithReserve(context.Background(), ticket.grow), 5*time.Second)
+	defer cancel()
+	out, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, getrecords.Option)
+	if err != nil {
+		t.Fatalf("GetRecords with the budget full: %v", err)
+	}
+	if len(out.Records) != 1000 {
+		t.Fatalf("%d records, want 1000", len(out.Records))
+	}
+	want := int64(len(body)) / 4 * 3
+	if ticket.held != want || b.used != 3<<19+want {
+		t.Fatalf("held %d, used %d; want %d, %d", ticket.held, b.used, want, 3<<19+want)
+	}
+	// Over the limit: the next reservation waits until the page is given
+	// back.
+	next := &pageTicket{budget: b}
+	got := make(chan error, 1)
+	go func() { got <- next.hold(context.Background(), 1<<19) }()
 	select {
-	case err := <-done:
-		t.Fatalf("decoded without room (err %v)", err)
+	case err := <-got:
+		t.Fatalf("reserved past the limit (err %v)", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	other.drop()
-	if err := <-done; err != nil {
+	ticket.drop()
+	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	if want := int64(len(body)) / 4 * 3; ticket.held != want {
-		t.Fatalf("held %d, want %d", ticket.held, want)
-	}
-	ticket.drop()
+	next.drop()
+	other.drop()
 	if b.used != 0 {
 		t.Fatalf("used %d", b.used)
 	}

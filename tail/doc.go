@@ -3,10 +3,17 @@
 // each of its parents has been read to its end (SHARD_END in the checkpoint
 // store) or has been trimmed away.
 //
-// It owns the scheduler, the per-shard readers and their pacing, KPL
-// de-aggregation and the checkpoint store (the local file is the first
-// implementation). It never prints: records leave through a callback, and
-// checkpoints follow what the caller acknowledges as written.
+// It owns the scheduler (scheduler.go: the event loop, one method per
+// event), the shard bookkeeping (shards.go: listings, which shard may be
+// read, what each reader delivered), the per-shard readers and their pacing
+// (reader.go, budget.go), KPL de-aggregation (kpl.go), the checkpoint store
+// (the local file is the first implementation), and the synchronisation
+// with a lease table shared by several tails (leases.go declares what a
+// table must do, leasesync.go keeps the tail in step with it). It never
+// prints: records leave through a callback, and checkpoints follow what the
+// caller acknowledges as written. tail/internal/getrecords decodes
+// GetRecords responses.
 //
-// Imports: lineage, internal helpers, the SDK and the standard library.
+// Imports: lineage, internal helpers, the SDK, protowire and the standard
+// library.
 package tail

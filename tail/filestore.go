@@ -30,10 +30,36 @@ import (
 //
 // subSequenceNumber is present only when the last delivered record came out
 // of a KPL aggregate.
+//
+// Version 2 is version 1 plus "filter": {"key": "..."} or {"shard": "..."},
+// the --key or --shard the file was written with: such a run records
+// SHARD_END for the shards on its path and positions of its key's records
+// only, so another run on the file would skip the other keys' records. A
+// file is refused by a run with another filter (or none). An unfiltered
+// file is written as version 1 (readable by earlier builds); a filtered
+// one as version 2, which earlier builds refuse rather than misread.
 const (
-	fileKind    = "kinesis-shards/checkpoint"
-	fileVersion = 1
+	fileKind            = "kinesis-shards/checkpoint"
+	fileVersion         = 1
+	fileVersionFiltered = 2
 )
+
+// Filter is the --key or --shard a checkpoint file was written with; the
+// zero value is no filter.
+type Filter struct {
+	Key   string `json:"key,omitempty"`   // a partition key
+	Shard string `json:"shard,omitempty"` // a shard id
+}
+
+func (f Filter) String() string {
+	switch {
+	case f.Key != "":
+		return "--key " + f.Key
+	case f.Shard != "":
+		return "--shard " + f.Shard
+	}
+	return "no --key or --shard"
+}
 
 // Errors a checkpoint file can be refused with. Each comes wrapped in a
 // sentence that names the file.
@@ -41,6 +67,8 @@ var (
 	ErrLocked  = errors.New("checkpoint file is in use")
 	ErrForeign = errors.New("checkpoint file belongs to another stream")
 	ErrCorrupt = errors.New("checkpoint file is not valid")
+	// ErrFilter: the file was written with another --key or --shard.
+	ErrFilter = errors.New("checkpoint file was written with another filter")
 )
 
 // LockedError says another process holds the checkpoint file.
@@ -66,6 +94,7 @@ type fileDoc struct {
 	StreamARN     string               `json:"streamArn"`
 	StreamCreated string               `json:"streamCreated"`
 	UpdatedAt     string               `json:"updatedAt,omitempty"`
+	Filter        *Filter              `json:"filter,omitempty"`
 	Shards        map[string]fileShard `json:"shards"`
 }
 
@@ -83,6 +112,7 @@ type fileShard struct {
 type FileStore struct {
 	path   string
 	id     StreamIdentity
+	filter Filter
 	lock   *os.File
 	loaded map[string]Position
 	now    func() time.Time
@@ -97,6 +127,13 @@ type FileStore struct {
 // stream, and a file locked by another process. A file readable by others
 // is tightened to 0600, with a warning through warn.
 func OpenFile(path string, id StreamIdentity, warn func(string)) (*FileStore, error) {
+	return OpenFilteredFile(path, id, Filter{}, warn)
+}
+
+// OpenFilteredFile is OpenFile for a run with --key or --shard: the file
+// records the filter, and one written with another filter (or none) is
+// refused, as is a filtered file by a run with none.
+func OpenFilteredFile(path string, id StreamIdentity, filter Filter, warn func(string)) (*FileStore, error) {
 	if path == "" {
 		return nil, errors.New("no checkpoint file path")
 	}
@@ -121,9 +158,9 @@ func OpenFile(path string, id StreamIdentity, warn func(string)) (*FileStore, er
 	if err != nil {
 		return nil, err
 	}
-	s := &FileStore{path: path, id: id, lock: lock, now: time.Now}
+	s := &FileStore{path: path, id: id, filter: filter, lock: lock, now: time.Now}
 	if exists {
-		loaded, err := readCheckpoint(path, id)
+		loaded, err := readCheckpoint(path, id, filter)
 		if err != nil {
 			s.Close()
 			return nil, err // refused: left exactly as it was, mode included
@@ -163,6 +200,10 @@ func (s *FileStore) Save(_ context.Context, positions map[string]Position) error
 		StreamCreated: formatCreated(s.id.Created),
 		UpdatedAt:     s.now().UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 		Shards:        make(map[string]fileShard, len(positions)),
+	}
+	if s.filter != (Filter{}) {
+		f := s.filter
+		doc.Version, doc.Filter = fileVersionFiltered, &f
 	}
 	for id, p := range positions {
 		switch {
@@ -251,8 +292,8 @@ func (s *FileStore) Close() error {
 	return err
 }
 
-func readCheckpoint(path string, id StreamIdentity) (map[string]Position, error) {
-	fileID, out, err := ReadCheckpoint(path)
+func readCheckpoint(path string, id StreamIdentity, filter Filter) (map[string]Position, error) {
+	fileID, fileFilter, out, err := readCheckpointFile(path)
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {
 			return nil, fmt.Errorf("%w; it was left untouched (fix it, remove it, or use another --checkpoint)", err)
@@ -262,6 +303,10 @@ func readCheckpoint(path string, id StreamIdentity) (map[string]Position, error)
 	if fileID.ARN != id.ARN || !fileID.Created.Equal(id.Created) {
 		return nil, fmt.Errorf("%w: %s is for %s (created %s), not for %s (created %s); a stream deleted and re-created under the same name is another stream: use another --checkpoint file or remove this one",
 			ErrForeign, path, fileID.ARN, formatCreated(fileID.Created), id.ARN, formatCreated(id.Created))
+	}
+	if fileFilter != filter {
+		return nil, fmt.Errorf("%w: %s was written by a tail with %s, and this one has %s; a filtered run skips the other records, so the two cannot share a file: use another --checkpoint file",
+			ErrFilter, path, fileFilter, filter)
 	}
 	return out, nil
 }
@@ -275,10 +320,14 @@ func decodeCheckpoint(b []byte) (*fileDoc, error) {
 	if doc.Kind != fileKind {
 		return nil, fmt.Errorf("not a kinesis-shards checkpoint (kind %q)", doc.Kind)
 	}
-	if doc.Version != fileVersion {
-		if doc.Version > fileVersion {
-			return nil, fmt.Errorf("version %d is newer than this kinesis-shards understands (%d)", doc.Version, fileVersion)
-		}
+	switch {
+	case doc.Version == fileVersion && doc.Filter != nil:
+		return nil, errors.New("a filter in a version 1 file")
+	case doc.Version == fileVersionFiltered && (doc.Filter == nil || (doc.Filter.Key == "") == (doc.Filter.Shard == "")):
+		return nil, errors.New("a version 2 file needs a filter of one key or one shard")
+	case doc.Version > fileVersionFiltered:
+		return nil, fmt.Errorf("version %d is newer than this kinesis-shards understands (%d)", doc.Version, fileVersionFiltered)
+	case doc.Version != fileVersion && doc.Version != fileVersionFiltered:
 		return nil, fmt.Errorf("unknown version %d", doc.Version)
 	}
 	if doc.StreamARN == "" {
@@ -320,13 +369,22 @@ func unwrapPathError(err error) error {
 // positions (the dashboard) while a tail may be running. The file's stream
 // identity is returned for the caller to compare.
 func ReadCheckpoint(path string) (StreamIdentity, map[string]Position, error) {
+	id, _, out, err := readCheckpointFile(path)
+	return id, out, err
+}
+
+func readCheckpointFile(path string) (StreamIdentity, Filter, map[string]Position, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return StreamIdentity{}, nil, fmt.Errorf("cannot read checkpoint file %s: %w", path, unwrapPathError(err))
+		return StreamIdentity{}, Filter{}, nil, fmt.Errorf("cannot read checkpoint file %s: %w", path, unwrapPathError(err))
 	}
 	doc, err := decodeCheckpoint(b)
 	if err != nil {
-		return StreamIdentity{}, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+		return StreamIdentity{}, Filter{}, nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	var filter Filter
+	if doc.Filter != nil {
+		filter = *doc.Filter
 	}
 	created, _ := time.Parse(time.RFC3339Nano, doc.StreamCreated)
 	id := StreamIdentity{Name: doc.Stream, ARN: doc.StreamARN, Created: created}
@@ -338,5 +396,5 @@ func ReadCheckpoint(path string) (StreamIdentity, map[string]Position, error) {
 		}
 		out[shard] = p
 	}
-	return id, out, nil
+	return id, filter, out, nil
 }

@@ -81,8 +81,8 @@ func TestFileStoreRefusals(t *testing.T) {
 		{name: "empty file", setup: func(t *testing.T, p string) { os.WriteFile(p, nil, 0o600) }, want: ErrCorrupt},
 		{name: "other tool's json", setup: func(t *testing.T, p string) { os.WriteFile(p, []byte(`{"a":1}`), 0o600) }, want: ErrCorrupt, text: "not a kinesis-shards checkpoint"},
 		{name: "newer version", setup: func(t *testing.T, p string) {
-			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":2,"streamArn":"x","streamCreated":"2026-11-30T10:00:00Z"}`), 0o600)
-		}, want: ErrCorrupt, text: "newer"},
+			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":3,"streamArn":"x","streamCreated":"2026-11-30T10:00:00Z"}`), 0o600)
+		}, want: ErrCorrupt, text: "version 3 is newer than this kinesis-shards understands (2)"},
 		{name: "bad sequence", setup: func(t *testing.T, p string) {
 			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":1,"streamArn":"`+testID.ARN+`","streamCreated":"2026-11-30T10:00:00Z","shards":{"s":{"sequenceNumber":"01"}}}`), 0o600)
 		}, want: ErrCorrupt, text: "not a sequence number"},
@@ -277,5 +277,67 @@ func TestFileStoreRefusedFileKeepsItsMode(t *testing.T) {
 	st, _ := os.Stat(path)
 	if st.Mode().Perm() != 0o644 || warned {
 		t.Fatalf("mode %04o, warned %v: a refused file must be left untouched", st.Mode().Perm(), warned)
+	}
+}
+
+// A file records the --key or --shard it was written with; a run with
+// another filter, or none, is refused with the reason and the file is left
+// as it was. A file without a filter (version 1, as earlier builds wrote
+// it) is an unfiltered run's.
+func TestFileStoreFilter(t *testing.T) {
+	key, shard := Filter{Key: "orders-17"}, Filter{Shard: "shardId-000000000003"}
+	for _, c := range []struct {
+		name          string
+		wrote, opened Filter
+		refused       bool
+	}{
+		{"unfiltered then unfiltered", Filter{}, Filter{}, false},
+		{"key then the same key", key, key, false},
+		{"key then unfiltered", key, Filter{}, true},
+		{"unfiltered then key", Filter{}, key, true},
+		{"key then another key", key, Filter{Key: "orders-18"}, true},
+		{"shard then key", shard, key, true},
+		{"shard then unfiltered", shard, Filter{}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cp.json")
+			s, err := OpenFilteredFile(path, testID, c.wrote, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Save(context.Background(), map[string]Position{"shardId-000000000000": {ShardEnd: true}}); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			before, _ := os.ReadFile(path)
+			s2, err := OpenFilteredFile(path, testID, c.opened, nil)
+			if !c.refused {
+				if err != nil {
+					t.Fatal(err)
+				}
+				s2.Close()
+				return
+			}
+			if !errors.Is(err, ErrFilter) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), c.wrote.String()) {
+				t.Fatalf("opened with %v a file of %v: %v", c.opened, c.wrote, err)
+			}
+			if after, _ := os.ReadFile(path); string(after) != string(before) {
+				t.Fatal("a refused file was changed")
+			}
+		})
+	}
+	// The version: 1 without a filter (earlier builds read it), 2 with one
+	// (earlier builds refuse it rather than skip records).
+	for _, c := range []struct {
+		f       Filter
+		version string
+	}{{Filter{}, `"version": 1`}, {key, `"version": 2`}} {
+		path := filepath.Join(t.TempDir(), "cp.json")
+		s, _ := OpenFilteredFile(path, testID, c.f, nil)
+		s.Save(context.Background(), nil)
+		s.Close()
+		if b, _ := os.ReadFile(path); !strings.Contains(string(b), c.version) {
+			t.Fatalf("a file with %v: %s", c.f, b)
+		}
 	}
 }

@@ -3,17 +3,19 @@ package tail
 import (
 	"bytes"
 	"crypto/md5"
-	"encoding/binary"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// KPL aggregation (KINESIS.md §7): magic F3 89 9A C2, a protobuf
-// AggregatedRecord, then the MD5 of the protobuf bytes.
+// KPL aggregation: magic F3 89 9A C2, a protobuf AggregatedRecord, then the
+// MD5 of the protobuf bytes only (docs/KINESIS-NOTES.md §7).
 //
 //	message AggregatedRecord { repeated string partition_key_table = 1; repeated string explicit_hash_key_table = 2; repeated Record records = 3; }
 //	message Record { required uint64 partition_key_index = 1; optional uint64 explicit_hash_key_index = 2; required bytes data = 3; repeated Tag tags = 4; }
 //
-// The protobuf is read by hand: three messages do not justify a code
-// generator, and the decoder can hand out sub-slices instead of copies.
+// The protobuf is read with protowire, field by field: three messages do
+// not justify generated code, and the decoder hands out sub-slices of the
+// aggregate instead of copies.
 var kplMagic = [4]byte{0xF3, 0x89, 0x9A, 0xC2}
 
 // UserRecord is one record of a KPL aggregate.
@@ -42,20 +44,20 @@ func Deaggregate(data []byte) (recs []UserRecord, ok bool) {
 		raw        [][]byte
 	)
 	for len(body) > 0 {
-		field, wire, n := readTag(body)
-		if n <= 0 {
+		field, wire, n := protowire.ConsumeTag(body)
+		if n < 0 {
 			return nil, false
 		}
 		body = body[n:]
-		if wire != 2 {
-			if n = skipField(body, wire); n < 0 {
+		if wire != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(field, wire, body); n < 0 {
 				return nil, false
 			}
 			body = body[n:]
 			continue
 		}
-		v, n := readBytes(body)
-		if n <= 0 {
+		v, n := consumeBytes(body)
+		if n < 0 {
 			return nil, false
 		}
 		body = body[n:]
@@ -89,15 +91,15 @@ func decodeUserRecord(b []byte, keys, ehks []string) (UserRecord, bool) {
 		haveKey, haveData bool
 	)
 	for len(b) > 0 {
-		field, wire, n := readTag(b)
-		if n <= 0 {
+		field, wire, n := protowire.ConsumeTag(b)
+		if n < 0 {
 			return ur, false
 		}
 		b = b[n:]
 		switch {
-		case (field == 1 || field == 2) && wire == 0:
-			v, n := binary.Uvarint(b)
-			if n <= 0 {
+		case (field == 1 || field == 2) && wire == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
 				return ur, false
 			}
 			b = b[n:]
@@ -112,16 +114,15 @@ func decodeUserRecord(b []byte, keys, ehks []string) (UserRecord, bool) {
 				}
 				ur.ExplicitHashKey = ehks[v]
 			}
-		case field == 3 && wire == 2:
-			v, n := readBytes(b)
-			if n <= 0 {
+		case field == 3 && wire == protowire.BytesType:
+			v, n := consumeBytes(b)
+			if n < 0 {
 				return ur, false
 			}
 			b = b[n:]
 			ur.Data, haveData = v, true
 		default:
-			n := skipField(b, wire)
-			if n < 0 {
+			if n = protowire.ConsumeFieldValue(field, wire, b); n < 0 {
 				return ur, false
 			}
 			b = b[n:]
@@ -130,46 +131,12 @@ func decodeUserRecord(b []byte, keys, ehks []string) (UserRecord, bool) {
 	return ur, haveKey && haveData
 }
 
-func readTag(b []byte) (field uint64, wire uint64, n int) {
-	v, n := binary.Uvarint(b)
-	if n <= 0 {
-		return 0, 0, n
+// consumeBytes reads a length-delimited value: a sub-slice of b whose
+// capacity ends with it, so an append to it cannot overwrite what follows.
+func consumeBytes(b []byte) ([]byte, int) {
+	v, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return nil, n
 	}
-	return v >> 3, v & 7, n
-}
-
-// readBytes reads a length-delimited value.
-func readBytes(b []byte) ([]byte, int) {
-	l, n := binary.Uvarint(b)
-	if n <= 0 || l > uint64(len(b)-n) {
-		return nil, -1
-	}
-	end := n + int(l)
-	return b[n:end:end], end
-}
-
-// skipField returns how many bytes a value of the wire type takes, or -1.
-func skipField(b []byte, wire uint64) int {
-	switch wire {
-	case 0:
-		_, n := binary.Uvarint(b)
-		if n <= 0 {
-			return -1
-		}
-		return n
-	case 1:
-		if len(b) < 8 {
-			return -1
-		}
-		return 8
-	case 2:
-		_, n := readBytes(b)
-		return n
-	case 5:
-		if len(b) < 4 {
-			return -1
-		}
-		return 4
-	}
-	return -1
+	return v[:len(v):len(v)], n
 }

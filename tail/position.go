@@ -3,6 +3,7 @@ package tail
 import (
 	"fmt"
 	"regexp"
+	"time"
 )
 
 // Position is how far a shard has been delivered: the last record written
@@ -18,15 +19,23 @@ type Position struct {
 	Aggregated bool
 	// ShardEnd: every record of the (closed) shard was delivered.
 	ShardEnd bool
+	// From: nothing delivered yet, and reading starts at records that
+	// arrived from this time on (AT_TIMESTAMP). A lease table holds it for a
+	// shard first read from its tip, so that whoever reads the shard next
+	// starts there, not at their own tip.
+	From time.Time
 }
 
-// IsZero reports whether nothing of the shard was delivered yet.
+// IsZero reports whether nothing of the shard was delivered yet and no
+// start was recorded.
 func (p Position) IsZero() bool { return p == Position{} }
 
 func (p Position) String() string {
 	switch {
 	case p.ShardEnd:
 		return "SHARD_END"
+	case p.SequenceNumber == "" && !p.From.IsZero():
+		return "AT_TIMESTAMP " + p.From.UTC().Format(time.RFC3339Nano)
 	case p.SequenceNumber == "":
 		return "-"
 	case p.Aggregated:

@@ -1,8 +1,6 @@
 package tail
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +21,7 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/pacing"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
+	"github.com/kinesis-shards/kinesis-shards/tail/internal/getrecords"
 )
 
 // Pacing. A shard serves 5 GetRecords calls per second to all its readers
@@ -38,15 +37,14 @@ const (
 	throttleBackoffMax = 10 * time.Second
 	errorBackoffMin    = 250 * time.Millisecond
 	errorBackoffMax    = 5 * time.Second
-	// maxTransientAttempts bounds retries of one call on 5xx and network
-	// errors before the tail gives up with the error.
-	maxTransientAttempts = 10
 	// maxDecompressed bounds --decompress (a gzip bomb stays compressed).
 	maxDecompressed = 64 << 20
 )
 
-// throttleWarnAfter: a shard throttled this long gets a warning (once per
-// run of throttles): someone else is reading it hard. A var for tests.
+// throttleWarnAfter: a shard throttled, or failing, this long gets a
+// warning (once per run of failures): someone else is reading it hard, or
+// the service is in trouble. Either way the reader keeps asking and loses
+// nothing. A var for tests.
 var throttleWarnAfter = time.Minute
 
 // latestMargin is how far before its first LATEST iterator a reader goes
@@ -76,12 +74,14 @@ func (s startPoint) String() string {
 
 // reader reads one shard from its start to its end.
 type reader struct {
-	t             *Tailer
-	id            string
-	start         startPoint
-	closedAtStart bool
-	rng           lineage.HashRange
-	haveRange     bool
+	t         *Tailer
+	id        string
+	start     startPoint
+	rng       lineage.HashRange
+	haveRange bool
+	// closed: a listing showed the shard closed (at the start or since);
+	// set by the scheduler.
+	closed atomic.Bool
 
 	// skipSeq/skipSub: on resume inside a KPL aggregate, the user records
 	// up to skipSub of the aggregate skipSeq were delivered already.
@@ -90,9 +90,11 @@ type reader struct {
 
 	lastSeq string // last record received (and delivered)
 	atTip   bool
+	failing bool      // the last call failed
 	next    time.Time // earliest start of the next GetRecords attempt
 	// nextIterator paces GetShardIterator, which has a budget of its own
-	// (KINESIS.md §1), so a new reader's first GetRecords need not wait.
+	// (5 calls per second per shard, apart from GetRecords'), so a new
+	// reader's first GetRecords need not wait.
 	nextIterator time.Time
 	rand         *rand.Rand
 	// revoked: the shard's lease went to another worker. The reader may
@@ -103,7 +105,21 @@ type reader struct {
 	// iterator (minus a margin). A new iterator before any record arrived
 	// starts AT_TIMESTAMP there: asking for LATEST again would skip what
 	// was written in between.
-	latestFrom time.Time
+	latestFrom  time.Time
+	askedLatest bool
+	// until (Unix nanoseconds, 0 = no limit): with a lease table, nothing
+	// is delivered from then on, since others may take the lease; set by
+	// the scheduler.
+	until atomic.Int64
+	// recordStart: a leased shard read from its tip; its start is written
+	// to the table before the first read (see Position.From).
+	recordStart bool
+}
+
+// expired reports whether the reader's lease may have expired for others.
+func (r *reader) expired() bool {
+	u := r.until.Load()
+	return u != 0 && !r.t.now().Before(time.Unix(0, u))
 }
 
 func (r *reader) logf(format string, args ...any) {
@@ -113,6 +129,11 @@ func (r *reader) logf(format string, args ...any) {
 func (r *reader) run(ctx context.Context) error {
 	r.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	ctx = awsdebug.WithShard(ctx, r.id)
+	if r.recordStart {
+		if err := r.saveStart(ctx); err != nil {
+			return r.stopErr(ctx, err)
+		}
+	}
 	it, err := r.iterator(ctx)
 	if err != nil {
 		return r.stopErr(ctx, err)
@@ -120,23 +141,25 @@ func (r *reader) run(ctx context.Context) error {
 	if it == "" {
 		return r.end(nil) // shard gone
 	}
-	throttles, failures, polls := 0, 0, 0
-	var throttledSince time.Time // of the current run of throttles
-	warned := false
+	var fails failureRun
+	polls := 0
 	ticket := &pageTicket{budget: r.t.pages}
-	tctx := context.WithValue(ctx, pageTicketKey{}, ticket)
+	tctx := getrecords.WithReserve(ctx, ticket.grow)
 	weight := int64(firstPageWeight)
 	for {
 		if err := r.wait(ctx); err != nil {
 			return nil // stopping
 		}
-		// A call slot, then room for a page like the last one (pacing
-		// counts from the call itself, below, so these waits only delay).
-		if err := r.t.calls.acquire(ctx); err != nil {
+		// Room for a page like the last one, then a call slot: a reader
+		// waiting for room (behind a slow stdout) holds no slot, so quiet
+		// shards keep being read. Pacing counts from the call itself,
+		// below, so these waits only delay; none is under a call's
+		// deadline.
+		if err := ticket.hold(ctx, weight); err != nil {
 			return nil // stopping
 		}
-		if err := ticket.hold(ctx, weight); err != nil {
-			r.t.calls.release()
+		if err := r.t.calls.acquire(ctx); err != nil {
+			ticket.drop()
 			return nil // stopping
 		}
 		attempt := r.t.now()
@@ -145,56 +168,16 @@ func (r *reader) run(ctx context.Context) error {
 		r.t.calls.release()
 		if err != nil {
 			ticket.drop()
-			var (
-				pte *types.ProvisionedThroughputExceededException
-				kms *types.KMSThrottlingException
-				exp *types.ExpiredIteratorException
-				nf  *types.ResourceNotFoundException
-			)
-			switch {
-			case ctx.Err() != nil:
-				return nil
-			case errors.As(err, &pte), errors.As(err, &kms):
-				// Never drop: wait and ask again with the same iterator.
-				throttles++
-				if throttles == 1 {
-					throttledSince = attempt
-				}
-				if !warned && attempt.Sub(throttledSince) >= throttleWarnAfter {
-					warned = true
-					r.t.opts.Warnf("shard %s has been throttled for %s: other consumers share its 5 GetRecords calls and 2 MiB per second; tail keeps asking and loses nothing", r.id, attempt.Sub(throttledSince).Round(time.Second))
-				}
-				d := backoff(r.rand, throttleBackoffMin, throttleBackoffMax, throttles)
-				r.logf("throttled, retrying in %s", d.Round(time.Millisecond))
-				r.next = attempt.Add(d)
-			case errors.As(err, &exp):
-				r.logf("iterator expired; resuming after %s", nonEmpty(r.lastSeq, "the start"))
-				it, err = r.iterator(ctx)
-				if err != nil {
-					return r.stopErr(ctx, err)
-				}
-				if it == "" {
-					return r.end(nil)
-				}
-			case errors.As(err, &nf):
-				if err := r.notFound(); err != nil {
-					return err
-				}
-				return r.end(nil)
-			case transient(err):
-				failures++
-				if failures > maxTransientAttempts {
-					return fmt.Errorf("shard %s: GetRecords failed %d times: %w", r.id, failures, err)
-				}
-				d := backoff(r.rand, errorBackoffMin, errorBackoffMax, failures)
-				r.logf("GetRecords failed (%v), retrying in %s", err, d.Round(time.Millisecond))
-				r.next = attempt.Add(max(d, r.t.opts.minInterval))
-			default:
-				return fmt.Errorf("shard %s: %w", r.id, err)
+			next, done, err := r.callFailed(ctx, err, attempt, &fails)
+			if done {
+				return err
+			}
+			if next != "" {
+				it = next
 			}
 			continue
 		}
-		throttles, failures, warned = 0, 0, false
+		fails = failureRun{}
 		polls++
 
 		batch, size := r.convert(out.Records)
@@ -203,6 +186,8 @@ func (r *reader) run(ctx context.Context) error {
 		}
 		more := true
 		if len(batch) > 0 {
+			// A slow stdout makes this wait, holding the page: that is the
+			// back-pressure, and the page is never thrown away for it.
 			more, err = r.t.deliverBatch(r, batch)
 		}
 		ticket.drop()
@@ -221,31 +206,102 @@ func (r *reader) run(ctx context.Context) error {
 			return r.end(out.ChildShards)
 		}
 		it = *out.NextShardIterator
+		r.pace(out, size, attempt, polls)
+	}
+}
 
-		behind := aws.ToInt64(out.MillisBehindLatest) > 0
-		switch {
-		case len(out.Records) > 0 && behind:
-			// Catching up: next call as soon as the quotas allow.
-			r.next = attempt.Add(max(r.t.opts.minInterval, time.Duration(float64(size)/readBytesPerSecond*float64(time.Second))))
-			r.setTip(false)
-		case len(out.Records) > 0:
-			r.next = attempt.Add(max(r.t.opts.minInterval, time.Duration(float64(size)/readBytesPerSecond*float64(time.Second))))
-			r.setTip(false)
-		case behind:
-			// Empty but behind: data lies further on; keep going.
-			r.setTip(false)
-		default:
-			r.next = attempt.Add(r.t.opts.PollInterval)
-			if polls == 1 {
-				// The first call no longer waits the pacing floor after
-				// GetShardIterator; when it finds nothing (a child opened a
-				// moment before its first record), look again when it used
-				// to be made, so a reader is never later than before.
-				r.next = attempt.Add(r.t.opts.minInterval)
-			}
-			// A shard known to be closed is not "at its tip" until it ends.
-			r.setTip(!r.closedAtStart)
+// failureRun is a reader's current run of failed calls.
+type failureRun struct {
+	throttles, failures int
+	since               time.Time // the first failure of the run
+	warned              bool
+}
+
+// callFailed decides what a failed GetRecords means: wait and ask again
+// (throttling and transient errors, for as long as they last), a new
+// iterator (next), the shard's end, or an error that stops the tail
+// (done).
+func (r *reader) callFailed(ctx context.Context, err error, attempt time.Time, f *failureRun) (next string, done bool, _ error) {
+	// At its tip only after an answer since the last failure: a reader
+	// whose calls fail does not know what it is missing.
+	r.setFailing()
+	if f.failures+f.throttles == 0 {
+		f.since = attempt
+	}
+	warn := func(format string, args ...any) {
+		if !f.warned && attempt.Sub(f.since) >= throttleWarnAfter {
+			f.warned = true
+			r.t.opts.Warnf(format, append([]any{r.id, attempt.Sub(f.since).Round(time.Second)}, args...)...)
 		}
+	}
+	var (
+		pte *types.ProvisionedThroughputExceededException
+		kms *types.KMSThrottlingException
+		exp *types.ExpiredIteratorException
+		nf  *types.ResourceNotFoundException
+	)
+	switch {
+	case ctx.Err() != nil:
+		return "", true, nil
+	case errors.As(err, &pte), errors.As(err, &kms):
+		// Never drop: wait and ask again with the same iterator.
+		f.throttles++
+		warn("shard %s has been throttled for %s: other consumers share its 5 GetRecords calls and 2 MiB per second; tail keeps asking and loses nothing")
+		d := backoff(r.rand, throttleBackoffMin, throttleBackoffMax, f.throttles)
+		r.logf("throttled, retrying in %s", d.Round(time.Millisecond))
+		r.next = attempt.Add(d)
+	case errors.As(err, &exp):
+		r.logf("iterator expired; resuming after %s", nonEmpty(r.lastSeq, "the start"))
+		it, err := r.iterator(ctx)
+		if err != nil {
+			return "", true, r.stopErr(ctx, err)
+		}
+		if it == "" {
+			return "", true, r.end(nil)
+		}
+		return it, false, nil
+	case errors.As(err, &nf):
+		if err := r.notFound(); err != nil {
+			return "", true, err
+		}
+		return "", true, r.end(nil)
+	case transient(err):
+		// Retried for as long as it lasts: giving up would end the tail
+		// with records unread.
+		f.failures++
+		warn("shard %s: GetRecords has failed for %s (%v); tail keeps asking and loses nothing", err)
+		d := backoff(r.rand, errorBackoffMin, errorBackoffMax, f.failures)
+		r.logf("GetRecords failed (%v), retrying in %s", err, d.Round(time.Millisecond))
+		r.next = attempt.Add(max(d, r.t.opts.minInterval))
+	default:
+		return "", true, fmt.Errorf("shard %s: %w", r.id, err)
+	}
+	return "", false, nil
+}
+
+// pace sets when the next call may start after an answer, and whether
+// the reader is at its tip.
+func (r *reader) pace(out *kinesis.GetRecordsOutput, size int, attempt time.Time, polls int) {
+	behind := aws.ToInt64(out.MillisBehindLatest) > 0
+	switch {
+	case len(out.Records) > 0:
+		// Catching up: next call as soon as the quotas allow.
+		r.next = attempt.Add(max(r.t.opts.minInterval, time.Duration(float64(size)/readBytesPerSecond*float64(time.Second))))
+		r.setTip(false)
+	case behind:
+		// Empty but behind: data lies further on; keep going.
+		r.setTip(false)
+	default:
+		r.next = attempt.Add(r.t.opts.PollInterval)
+		if polls == 1 {
+			// The first call no longer waits the pacing floor after
+			// GetShardIterator; when it finds nothing (a child opened a
+			// moment before its first record), look again when it used to
+			// be made, so a reader is never later than before.
+			r.next = attempt.Add(r.t.opts.minInterval)
+		}
+		// A shard known to be closed is not "at its tip" until it ends.
+		r.setTip(!r.closed.Load())
 	}
 }
 
@@ -263,11 +319,45 @@ func nonEmpty(s, alt string) string {
 // asked; recording SHARD_END for it would skip it for good, so that is an
 // error.
 func (r *reader) notFound() error {
-	if r.closedAtStart {
+	if r.closed.Load() {
 		r.logf("shard not found (trimmed by retention); treating it as read")
 		return nil
 	}
 	return fmt.Errorf("shard %s of stream %s was not found although it was open: was the stream deleted or re-created?", r.id, r.t.streamLabel())
+}
+
+// saveStart writes to the lease table where a leased shard read from its
+// tip starts, before anything is read: the moment of its first iterator,
+// less the margin for a local clock ahead of the service's. Whoever takes
+// the lease next reads AT_TIMESTAMP from there (records of up to that
+// margin before our start included) instead of from their own tip, which
+// would skip what arrived in between. A failing table is retried while
+// the lease lasts.
+func (r *reader) saveStart(ctx context.Context) error {
+	r.latestFrom = r.t.now().Add(-latestMargin).UTC().Truncate(time.Millisecond)
+	p := Position{From: r.latestFrom}
+	for attempt := 1; ; attempt++ {
+		if r.expired() {
+			return errLeaseExpired
+		}
+		cctx, cancel := context.WithTimeout(ctx, r.t.opts.Leases.LeaseDuration()/5)
+		err := r.t.opts.Leases.Checkpoint(cctx, r.id, p)
+		cancel()
+		switch {
+		case err == nil:
+			r.t.lease.startSaved(r.id, p)
+			return nil
+		case errors.Is(err, ErrLeaseLost):
+			return errLeaseExpired // the next sync tells whose it is
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		d := backoff(r.rand, errorBackoffMin, errorBackoffMax, attempt)
+		r.logf("recording the start in the lease table failed (retrying in %s): %v", d.Round(time.Millisecond), err)
+		if err := kstream.Sleep(ctx, d); err != nil {
+			return err
+		}
+	}
 }
 
 // stopErr turns an error into the reader's result: nothing when stopping.
@@ -278,15 +368,24 @@ func (r *reader) stopErr(ctx context.Context, err error) error {
 	return err
 }
 
+// setTip reports an answer: at the shard's tip or not.
 func (r *reader) setTip(at bool) {
-	if r.atTip != at {
-		r.atTip = at
-		r.t.send(tipEvent{id: r.id, atTip: at})
+	if r.atTip != at || r.failing {
+		r.atTip, r.failing = at, false
+		r.t.send(tipEvent{id: r.id, gen: r.gen, atTip: at})
+	}
+}
+
+// setFailing reports a failed call: not at the tip until an answer.
+func (r *reader) setFailing() {
+	if !r.failing {
+		r.atTip, r.failing = false, true
+		r.t.send(tipEvent{id: r.id, gen: r.gen, failing: true})
 	}
 }
 
 // end records SHARD_END (every record was delivered before this) and tells
-// the coordinator, which saves it before any child starts.
+// the scheduler, which saves it before any child starts.
 func (r *reader) end(children []types.ChildShard) error {
 	if !r.t.markEnd(r) {
 		return nil
@@ -307,7 +406,7 @@ func (r *reader) getRecords(ctx context.Context, it string) (*kinesis.GetRecords
 	if r.t.opts.Limit > 0 {
 		in.Limit = aws.Int32(r.t.opts.Limit)
 	}
-	return r.t.api.GetRecords(cctx, in, noSDKRetries, fastGetRecords)
+	return r.t.api.GetRecords(cctx, in, noSDKRetries, getrecords.Option)
 }
 
 func arnIfSet(s string) *string {
@@ -324,7 +423,7 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 	switch {
 	case r.lastSeq != "":
 		sp = startPoint{kind: types.ShardIteratorTypeAfterSequenceNumber, seq: r.lastSeq}
-	case sp.kind == types.ShardIteratorTypeLatest && !r.latestFrom.IsZero():
+	case sp.kind == types.ShardIteratorTypeLatest && r.askedLatest:
 		// A new iterator before any record arrived: LATEST again would skip
 		// what was written since the first one.
 		sp = startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: r.latestFrom}
@@ -341,7 +440,8 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 	case types.ShardIteratorTypeAtTimestamp:
 		in.Timestamp = aws.Time(sp.ts)
 	}
-	failures := 0
+	failures, warned := 0, false
+	var failingSince time.Time
 	for {
 		if err := kstream.Sleep(ctx, r.nextIterator.Sub(r.t.now())); err != nil {
 			return "", err
@@ -355,6 +455,7 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 			// The margin covers a local clock ahead of the service's.
 			r.latestFrom = attempt.Add(-latestMargin)
 		}
+		r.askedLatest = r.askedLatest || sp.kind == types.ShardIteratorTypeLatest
 		cctx, cancel := context.WithTimeout(ctx, r.t.opts.CallTimeout)
 		out, err := r.t.api.GetShardIterator(cctx, in, noSDKRetries)
 		cancel()
@@ -382,9 +483,12 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 		case errors.As(err, &inv) && (sp.kind == types.ShardIteratorTypeAfterSequenceNumber || sp.kind == types.ShardIteratorTypeAtSequenceNumber):
 			return "", fmt.Errorf("shard %s: the service refused to resume at sequence number %s (from the checkpoint or the last record): %s", r.id, sp.seq, inv.ErrorMessage())
 		case errors.As(err, &pte) || transient(err):
-			failures++
-			if failures > maxTransientAttempts {
-				return "", fmt.Errorf("shard %s: GetShardIterator failed %d times: %w", r.id, failures, err)
+			failures++ // retried for as long as it lasts, as GetRecords
+			if failures == 1 {
+				failingSince = attempt
+			} else if !warned && attempt.Sub(failingSince) >= throttleWarnAfter {
+				warned = true
+				r.t.opts.Warnf("shard %s: GetShardIterator has failed for %s (%v); tail keeps asking", r.id, attempt.Sub(failingSince).Round(time.Second), err)
 			}
 			r.nextIterator = attempt.Add(max(r.t.opts.minInterval, backoff(r.rand, errorBackoffMin, throttleBackoffMax, failures)))
 		default:
@@ -438,88 +542,3 @@ func transient(err error) bool {
 
 // backoff is exponential with jitter, shared with the reshard sampler.
 var backoff = pacing.Backoff
-
-// convert turns a GetRecords page into delivered records: KPL aggregates
-// are split into user records, gzip is unpacked with Decompress, and on
-// resume inside an aggregate what was delivered is skipped. size is the
-// page's payload bytes (for the read-quota pacing).
-func (r *reader) convert(in []types.Record) (out []Record, size int) {
-	out = make([]Record, 0, len(in))
-	for i := range in {
-		rec := &in[i]
-		size += len(rec.Data) + len(aws.ToString(rec.PartitionKey))
-		seq := aws.ToString(rec.SequenceNumber)
-		base := Record{
-			ShardID:        r.id,
-			SequenceNumber: seq,
-			PartitionKey:   aws.ToString(rec.PartitionKey),
-			ArrivalTime:    aws.ToTime(rec.ApproximateArrivalTimestamp),
-			Data:           rec.Data,
-		}
-		skipping := r.skipSeq != "" && seq == r.skipSeq
-		if r.skipSeq != "" && seq != r.skipSeq {
-			r.skipSeq = "" // past the resumed aggregate
-		}
-		if users, ok := Deaggregate(rec.Data); ok {
-			for _, u := range users {
-				if skipping && u.SubSequence <= r.skipSub {
-					continue
-				}
-				ur := base
-				ur.Aggregated = true
-				ur.SubSequence = u.SubSequence
-				ur.PartitionKey = u.PartitionKey
-				ur.ExplicitHashKey = u.ExplicitHashKey
-				ur.Data = u.Data
-				ur.OutsideShard = r.outside(u)
-				out = append(out, r.unpack(ur))
-			}
-			continue
-		}
-		if skipping {
-			continue // a plain record at the checkpoint was delivered
-		}
-		out = append(out, r.unpack(base))
-	}
-	if r.skipSeq != "" && len(in) > 0 {
-		r.skipSeq = ""
-	}
-	return out, size
-}
-
-// outside reports whether a user record's hash is outside the shard.
-func (r *reader) outside(u UserRecord) bool {
-	if !r.haveRange {
-		return false
-	}
-	var h lineage.HashKey
-	if u.ExplicitHashKey != "" {
-		k, err := lineage.ParseHashKey(u.ExplicitHashKey)
-		if err != nil {
-			return true
-		}
-		h = k
-	} else {
-		h = lineage.PartitionKeyHash(u.PartitionKey)
-	}
-	return !r.rng.Contains(h)
-}
-
-var gzipMagic = []byte{0x1f, 0x8b}
-
-// unpack applies --decompress.
-func (r *reader) unpack(rec Record) Record {
-	if !r.t.opts.Decompress || !bytes.HasPrefix(rec.Data, gzipMagic) {
-		return rec
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(rec.Data))
-	if err != nil {
-		return rec
-	}
-	b, err := io.ReadAll(io.LimitReader(zr, maxDecompressed+1))
-	if err != nil || len(b) > maxDecompressed {
-		return rec
-	}
-	rec.Data, rec.Decompressed = b, true
-	return rec
-}

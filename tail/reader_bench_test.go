@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
+	"github.com/kinesis-shards/kinesis-shards/tail/internal/getrecords"
 )
 
 // The tail hot path, piece by piece, on full GetRecords pages from the
@@ -65,11 +66,11 @@ func BenchmarkGetRecords(b *testing.B) {
 	for _, dec := range []struct {
 		name string
 		opts []func(*kinesis.Options)
-	}{{"sdk", []func(*kinesis.Options){noSDKRetries}}, {"fast", []func(*kinesis.Options){noSDKRetries, fastGetRecords}}} {
+	}{{"sdk", []func(*kinesis.Options){noSDKRetries}}, {"fast", []func(*kinesis.Options){noSDKRetries, getrecords.Option}}} {
 		for _, sz := range benchSizes {
 			b.Run(dec.name+"/"+sz.name, func(b *testing.B) {
 				s := startStub(b, wirestub.Options{RecordSize: sz.size})
-				c := clientFor(200, s.PageBody())
+				c := wirestub.BodyClient(200, s.PageBody())
 				b.SetBytes(int64(s.PagePayload()))
 				b.ReportAllocs()
 				m := startCPU()
@@ -100,7 +101,7 @@ func BenchmarkGetRecordsLoopback(b *testing.B) {
 			b.ReportAllocs()
 			m := startCPU()
 			for b.Loop() {
-				out, err := c.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String(it)}, noSDKRetries, fastGetRecords)
+				out, err := c.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String(it)}, noSDKRetries, getrecords.Option)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -118,6 +119,27 @@ func benchTailer(api API) *Tailer {
 	t := New(api, NewMemoryStore(nil), Options{StreamName: "bench"}, func(batch []Record) error { return nil })
 	t.positions = map[string]Position{}
 	return t
+}
+
+// BenchmarkDecodeGetRecords is the fast decoder alone on a full page
+// (BenchmarkGetRecords is the whole call).
+func BenchmarkDecodeGetRecords(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			s := startStub(b, wirestub.Options{RecordSize: sz.size})
+			body := s.PageBody()
+			b.SetBytes(int64(s.PagePayload()))
+			b.ReportAllocs()
+			m := startCPU()
+			for b.Loop() {
+				var out kinesis.GetRecordsOutput
+				if !getrecords.Decode(body, &out) || len(out.Records) != len(s.PageRecords()) {
+					b.Fatal("not decoded")
+				}
+			}
+			m.report(b, len(s.PageRecords()), s.PagePayload())
+		})
+	}
 }
 
 // BenchmarkConvert turns a decoded page into records (plain records: the
@@ -149,7 +171,7 @@ func BenchmarkReadPage(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name, func(b *testing.B) {
 			s := startStub(b, wirestub.Options{RecordSize: sz.size})
-			t := benchTailer(clientFor(200, s.PageBody()))
+			t := benchTailer(wirestub.BodyClient(200, s.PageBody()))
 			t.opts.CallTimeout = time.Minute
 			r := &reader{t: t, id: "shardId-000000000000"}
 			b.SetBytes(int64(s.PagePayload()))

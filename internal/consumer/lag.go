@@ -175,9 +175,9 @@ var errNoFigure = errors.New("the service's answer carries no MillisBehindLatest
 
 // measure gets an iterator at the shard's position and reads one record
 // from it: the answer's MillisBehindLatest is how far behind the tip the
-// position is (docs/KINESIS-NOTES.md §13). A throttle or a passing failure is retried after a
-// backoff, within the shard's budget; the SDK's own retries are off, so
-// every attempt is one call the shard's 5 a second see.
+// position is (docs/KINESIS-NOTES.md §14). A throttle or a passing failure
+// is retried after a backoff, within the shard's budget; the SDK's own
+// retries are off, so every attempt is one call the shard's 5 a second see.
 func measure(ctx context.Context, api API, ref kstream.Ref, sl *ShardLag, o *Options, rng *rand.Rand) (int64, error) {
 	ctx, cancel := context.WithTimeout(awsdebug.WithShard(ctx, sl.ShardID), o.ShardBudget)
 	defer cancel()

@@ -16,6 +16,12 @@
 //   - faults: a seeded fault injector (throttling, expired iterators, 5xx,
 //     dropped or stalled connections, partial PutRecords), as an
 //     http.RoundTripper or a reverse proxy in front of an emulator.
+//   - fanout: enhanced fan-out, which no emulator serves as AWS does: a
+//     shim in front of kinesis-mock that makes its SubscribeToShard usable
+//     by the SDK and ends closed shards' subscriptions, and a stub of the
+//     consumer and SubscribeToShard API with AWS's limits and scripted
+//     faults (in-use, limits, five-minute ends, dropped and failing
+//     streams) for the error paths.
 //
 // Beside them, kpl builds KPL aggregates as the producer library writes them.
 package kinesistest

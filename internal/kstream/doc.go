@@ -3,8 +3,12 @@
 // (ListStreams, paged both ways backends page), describing a stream,
 // waiting until it is ACTIVE by polling DescribeStreamSummary with short
 // delays, and creating a missing stream (create, tail --create-if-missing,
-// the reshard executor). Its read-only calls go through the read-retry
-// policy of internal/readretry, as do the ListShards pages of lineage.
+// the reshard executor), and the life of an enhanced fan-out consumer:
+// register (or reuse one of the same name), describe, wait for ACTIVE with
+// progress, list, deregister, the default name for a user and host, and
+// the 20-consumer limit in one sentence naming the consumers there are.
+// Its read-only calls go through the read-retry policy of
+// internal/readretry, as do the ListShards pages of lineage.
 //
 // Imports: the SDK, the standard library and internal/readretry.
 package kstream

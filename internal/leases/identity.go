@@ -95,7 +95,7 @@ func readClaim(ctx context.Context, api DynamoAPI, table string) (*tail.StreamId
 		claimed *tail.StreamIdentity
 		leases  int
 	)
-	err := scanItems(ctx, api, table, func(item map[string]types.AttributeValue) error {
+	err := scanItems(ctx, api, table, 0, func(item map[string]types.AttributeValue) error {
 		if k, _ := str(item, attrKey); k == identityKey {
 			arn, err1 := str(item, attrStreamARN)
 			ms, err2 := num(item, attrCreated)

@@ -250,7 +250,7 @@ func TestWorkersShareParentsFirstAndFailOver(t *testing.T) {
 	}
 	// Whoever holds 0 finishes it: its children become workable.
 	owner0 := a
-	if bs.Held["shardId-000000000000"] {
+	if _, ok := bs.Held["shardId-000000000000"]; ok {
 		owner0 = b
 	}
 	if err := owner0.Checkpoint(ctx, "shardId-000000000000", tail.Position{SequenceNumber: "5"}); err != nil {
@@ -291,12 +291,12 @@ func TestWorkersShareParentsFirstAndFailOver(t *testing.T) {
 	// The merge child waits for both parents.
 	a.Checkpoint(ctx, "shardId-000000000002", tail.Position{ShardEnd: true})
 	as, _ = a.Sync(ctx, known)
-	if as.Held["shardId-000000000004"] {
+	if _, ok := as.Held["shardId-000000000004"]; ok {
 		t.Fatal("merge child taken while parent 3 is not at SHARD_END")
 	}
 	a.Checkpoint(ctx, "shardId-000000000003", tail.Position{ShardEnd: true})
 	as, _ = a.Sync(ctx, known)
-	if !as.Held["shardId-000000000004"] || as.Starts["shardId-000000000004"] != tail.StartTrimHorizon {
+	if _, ok := as.Held["shardId-000000000004"]; !ok || as.Starts["shardId-000000000004"] != tail.StartTrimHorizon {
 		t.Fatalf("merge child not taken at TRIM_HORIZON after both parents ended: %v %v", held(as), as.Starts)
 	}
 	// Release gives everything back at once.
@@ -410,12 +410,14 @@ func (f *failingRenewals) UpdateItem(ctx context.Context, in *dynamodb.UpdateIte
 	return f.DynamoAPI.UpdateItem(ctx, in, opts...)
 }
 
-// A lease whose renewals keep failing stops being given to the tail before
-// it may expire for the other workers; the other leases are still renewed.
+// A lease whose renewals keep failing keeps the time of its last answered
+// renewal (from when it was sent): the tail stops reading it before then,
+// and once that time has passed the lease is not given at all.
 func TestUnrenewedLeaseIsNotHeld(t *testing.T) {
 	c := requireDynamo(t)
 	table := newTable(t, c)
-	clk := &clock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clk := &clock{now: start}
 	api := &failingRenewals{DynamoAPI: c}
 	w, _ := NewWorker(api, WorkerOptions{Table: table, WorkerID: "a", LeaseDuration: 9 * time.Second, Now: clk.Now})
 	known := shardsOf(testGraph(t))
@@ -423,13 +425,26 @@ func TestUnrenewedLeaseIsNotHeld(t *testing.T) {
 	if err != nil || len(as.Held) != 2 {
 		t.Fatalf("held %v, %v", held(as), err)
 	}
-	api.fail = true
 	clk.Add(3 * time.Second)
 	if as, err = w.Sync(context.Background(), known); err != nil || len(as.Held) != 2 {
-		t.Fatalf("after one failed renewal: held %v, %v", held(as), err)
+		t.Fatalf("held %v, %v", held(as), err)
 	}
-	clk.Add(3 * time.Second) // 6 s since the last renewal: 9 s − one sync interval
+	renewed := clk.Now()
+	api.fail = true
+	for _, after := range []time.Duration{3 * time.Second, 5 * time.Second} {
+		clk.Add(after - clk.Now().Sub(renewed))
+		as, err = w.Sync(context.Background(), known)
+		if err != nil || len(as.Held) != 2 {
+			t.Fatalf("%s after the last renewal: held %v, %v", after, held(as), err)
+		}
+		for id, until := range as.Held {
+			if !until.Equal(renewed.Add(9 * time.Second)) {
+				t.Fatalf("%s after the last renewal: %s held until %s, want %s", after, id, until, renewed.Add(9*time.Second))
+			}
+		}
+	}
+	clk.Add(5 * time.Second) // 10 s since the last renewal of a 9 s lease
 	if as, err = w.Sync(context.Background(), known); err != nil || len(as.Held) != 0 {
-		t.Fatalf("after renewals failed for 6 s of a 9 s lease: held %v, %v", held(as), err)
+		t.Fatalf("after renewals failed for 10 s of a 9 s lease: held %v, %v", held(as), err)
 	}
 }

@@ -4,7 +4,7 @@
 // application's table over the lineage (who holds what, and which child is
 // blocked by which parent).
 //
-// Imports: tail (the Coordinator interface and positions), lineage, the
+// Imports: tail (the Leases interface and positions), lineage, the
 // DynamoDB SDK and the standard library.
 package leases
 
@@ -65,6 +65,9 @@ type Lease struct {
 	EndHash        string
 	PendingCheck   string
 	HasSubSequence bool
+	// From: the time (Unix milliseconds) an AT_TIMESTAMP checkpoint starts
+	// at, in an attribute of ours; 0 when absent (the KCL writes none).
+	From int64
 }
 
 // Finished reports whether the lease's shard was read to its end.
@@ -121,7 +124,7 @@ func ParseItem(item map[string]types.AttributeValue) (l Lease, ok bool, err erro
 	for _, f := range []struct {
 		name string
 		dst  *int64
-	}{{attrCounter, &l.Counter}, {attrSwitches, &l.OwnerSwitches}, {attrSubSeq, &l.SubSequence}} {
+	}{{attrCounter, &l.Counter}, {attrSwitches, &l.OwnerSwitches}, {attrSubSeq, &l.SubSequence}, {attrFrom, &l.From}} {
 		if *f.dst, err = num(item, f.name); err != nil {
 			return Lease{}, false, fmt.Errorf("lease %s: %w", key, err)
 		}
@@ -206,8 +209,14 @@ func strSet(item map[string]types.AttributeValue, name string) ([]string, error)
 // Scan reads every lease of the table (all pages, consistent reads).
 // Rows that are not leases are skipped.
 func Scan(ctx context.Context, api DynamoAPI, table string) ([]Lease, error) {
+	return scanLeases(ctx, api, table, 0)
+}
+
+// scanLeases is Scan with each page under its own deadline (callTimeout;
+// 0 = none but ctx's).
+func scanLeases(ctx context.Context, api DynamoAPI, table string, callTimeout time.Duration) ([]Lease, error) {
 	var out []Lease
-	err := scanItems(ctx, api, table, func(item map[string]types.AttributeValue) error {
+	err := scanItems(ctx, api, table, callTimeout, func(item map[string]types.AttributeValue) error {
 		l, ok, err := ParseItem(item)
 		if err != nil {
 			return fmt.Errorf("lease table %s: %w", table, err)
@@ -226,10 +235,15 @@ func Scan(ctx context.Context, api DynamoAPI, table string) ([]Lease, error) {
 
 // scanItems calls fn with every row of the table (all pages, consistent
 // reads) until fn fails.
-func scanItems(ctx context.Context, api DynamoAPI, table string, fn func(map[string]types.AttributeValue) error) error {
+func scanItems(ctx context.Context, api DynamoAPI, table string, callTimeout time.Duration, fn func(map[string]types.AttributeValue) error) error {
 	var start map[string]types.AttributeValue
 	for {
-		page, err := api.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), ExclusiveStartKey: start})
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if callTimeout > 0 {
+			cctx, cancel = context.WithTimeout(ctx, callTimeout)
+		}
+		page, err := api.Scan(cctx, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), ExclusiveStartKey: start})
+		cancel()
 		if err != nil {
 			return fmt.Errorf("scan lease table %s: %w", table, err)
 		}

@@ -22,12 +22,14 @@ type Op string
 // (SplitShard, UpdateShardCount, …) must report a daily or account limit
 // at once; GetRecords and GetShardIterator are paced by tail itself.
 const (
-	ListStreams           Op = "ListStreams"           // 5 calls a second per account
-	ListShards            Op = "ListShards"            // 1,000 calls a second per stream, shared by every consumer
-	DescribeStreamSummary Op = "DescribeStreamSummary" // 20 calls a second per account
+	ListStreams            Op = "ListStreams"            // 5 calls a second per account
+	ListShards             Op = "ListShards"             // 1,000 calls a second per stream, shared by every consumer
+	DescribeStreamSummary  Op = "DescribeStreamSummary"  // 20 calls a second per account
+	ListStreamConsumers    Op = "ListStreamConsumers"    // 5 calls a second per stream
+	DescribeStreamConsumer Op = "DescribeStreamConsumer" // 20 calls a second per stream
 )
 
-var readOnly = map[Op]bool{ListStreams: true, ListShards: true, DescribeStreamSummary: true}
+var readOnly = map[Op]bool{ListStreams: true, ListShards: true, DescribeStreamSummary: true, ListStreamConsumers: true, DescribeStreamConsumer: true}
 
 // ReadOnly reports whether the operation named op (as the SDK names it in
 // an OperationError) is one whose LimitExceeded Do waits out.

@@ -156,6 +156,9 @@ func runGoBenchmarks(ctx context.Context, c *config, rep *report) error {
 		return err
 	}
 	treeSection(rep, tree)
+	if err := leaseSection(ctx, c, rep); err != nil {
+		return err
+	}
 
 	c.log("profiles")
 	var prof strings.Builder
@@ -217,7 +220,7 @@ func hotPathSection(c *config, rep *report, tail, rw benchResults) {
 	}
 	// Decode and deliver per core: reader + writer CPU per page.
 	b.WriteString("**Decode and deliver, per core** (the reader's page plus the writer's page, CPU time added run by run; " +
-		"no network, no coordinator: the end-to-end figures below have those)\n\n" +
+		"no network, no scheduler: the end-to-end figures below have those)\n\n" +
 		"| Records | Format | MiB / CPU-s | records / CPU-s | shards at 2 MiB/s one core keeps up with |\n|---|---|---|---|---|\n")
 	for _, sz := range []string{"1KiB", "100B"} {
 		page := tail.get("BenchmarkReadPage/"+sz, "cpu-ns/op")

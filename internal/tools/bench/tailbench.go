@@ -314,7 +314,7 @@ func runTailThroughput(ctx context.Context, c *config, rep *report) error {
 		}
 	}
 	if len(rep.inproc) > 0 {
-		b.WriteString("\nThe in-process figures above are higher: they leave out the HTTP exchange over loopback (reading a 13 MiB body per page), the coordinator and the pipe.\n")
+		b.WriteString("\nThe in-process figures above are higher: they leave out the HTTP exchange over loopback (reading a 13 MiB body per page), the scheduler and the pipe.\n")
 	}
 	rep.add(30, "Tail throughput per core (end to end, the real binary)", b.String())
 	return nil

@@ -1,7 +1,8 @@
 // Command soak is `make soak`: minutes of continuous keyed writes, periodic
 // splits and merges, and injected faults against kinesis-mock, while the real
 // `kinesis-shards tail` binary runs and is killed (-9) or interrupted and
-// restarted on one checkpoint file. Every run must end the way it was
+// restarted on one checkpoint file; then a lease-table phase (leases.go).
+// Every run must end the way it was
 // stopped (kill -9: by SIGKILL; Ctrl-C: exit 130; the final drain: exit 0).
 // At the end it drains the rest and checks every record was delivered, each
 // key in write order in every run, and replays stayed within the checkpoint
@@ -41,12 +42,46 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Minute, "how long to write, reshard and restart")
 	rate := flag.Int("rate", 20, "records per second written")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the faults and the schedule (printed, to replay)")
-	report := flag.String("report", "docs/RELIABILITY.md", "file whose soak section is replaced with the figures (\"\" = none)")
+	report := flag.String("report", "docs/RELIABILITY.md", "file whose soak sections are replaced with the figures (\"\" = none)")
+	leasePhase := flag.Duration("lease-phase", 3*time.Minute, "how long the lease-table phase runs (0 = skip it)")
+	fileMode := flag.Bool("file-phase", true, "run the checkpoint-file phase")
 	flag.Parse()
-	if err := run(*bin, *duration, *rate, *seed, *report); err != nil {
+	if err := runAll(*bin, *duration, *rate, *seed, *report, *fileMode, *leasePhase); err != nil {
 		fmt.Fprintln(os.Stderr, "soak: FAIL:", err)
 		os.Exit(1)
 	}
+}
+
+// runAll runs the checkpoint-file phase, then the lease-table phase.
+func runAll(bin string, duration time.Duration, rate int, seed uint64, report string, fileMode bool, leasePhase time.Duration) error {
+	if fileMode {
+		if err := run(bin, duration, rate, seed, report); err != nil {
+			return err
+		}
+	}
+	if leasePhase <= 0 {
+		return nil
+	}
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("soak: lease-table phase, seed %d, %s\n", seed, leasePhase)
+	e, err := emulator.Start(context.Background(), emulator.Options{StateDuration: 300 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer e.Stop()
+	st, err := runLeasePhase(bin, e, seed, leasePhase)
+	if err != nil {
+		return err
+	}
+	text := leaseFigures(st, seed, leasePhase)
+	fmt.Print(text)
+	if report != "" {
+		return writeSection(report, leaseBeginMark, leaseEndMark, text)
+	}
+	return nil
 }
 
 type line struct {
@@ -134,113 +169,155 @@ func run(bin string, duration time.Duration, rate int, seed uint64, report strin
 	env := append(e.Env(), "AWS_ENDPOINT_URL_KINESIS="+proxy.URL, "XDG_STATE_HOME="+dir)
 	checkpoint := filepath.Join(dir, "soak.checkpoint.json")
 
-	rng := rand.New(rand.NewPCG(seed, 1))
-	var (
-		mu      sync.Mutex
-		written = map[string][]string{}
-		st      = stats{}
-		// putErr: a PutRecords that failed for good. Part of it may be
-		// stored, under payloads the next records would reuse, so the
-		// writer stops and the soak fails rather than judge the order of
-		// records it cannot tell apart.
-		putErr error
-	)
+	s := &fileSoak{bin: bin, env: env, stream: stream, checkpoint: checkpoint, c: c, started: started,
+		written: map[string][]string{}, st: stats{statuses: map[string]int{}}}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	wg.Go(func() { s.write(ctx, rate, stop) })
+	wg.Go(func() { s.reshards(ctx, ref, seed, stop) })
+	runs, err := s.runTails(time.Now().Add(duration), rand.New(rand.NewPCG(seed, 1)))
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if s.putErr != nil {
+		return fmt.Errorf("a PutRecords call failed after its retries, so the records written cannot all be told apart: %w", s.putErr)
+	}
+	if runs, err = s.drain(runs); err != nil {
+		return err
+	}
+	if err := verifyRuns(runs, s.written, &s.st); err != nil {
+		return err
+	}
+	st := s.st
+	st.fired = inj.Fired()
+	for _, ts := range inj.GetRecordsCalls() {
+		st.maxCallsPerSecond = max(st.maxCallsPerSecond, faults.MaxCallsInWindow(ts, time.Second))
+	}
+	if st.maxCallsPerSecond > 5 {
+		return fmt.Errorf("a shard got %d GetRecords in one second", st.maxCallsPerSecond)
+	}
+	text := figures(st, seed, duration, rate, time.Since(started))
+	fmt.Print(text)
+	if report != "" {
+		return writeReport(report, text)
+	}
+	return nil
+}
 
-	// Writer: records fall due at `rate` per second since the start and are
-	// written as they fall due, keys taken round-robin. (A tick per key at
-	// rate/keys rounded 20/s over 16 keys down to 16/s.) One record per key
-	// per call keeps each key in write order: putAll retries only the failed
-	// entries, which would put a key's later record before its earlier one.
-	// Calls are sequential, so a key's calls are in write order too.
-	wg.Go(func() {
-		const keys = 16
-		tick := time.NewTicker(100 * time.Millisecond) // spreads the records over the second
-		defer tick.Stop()
-		begin := time.Now()
-		sent, next := 0, 0
-		for {
-			due := int(float64(rate) * time.Since(begin).Seconds())
-			if sent >= due {
-				select {
-				case <-stop:
-					mu.Lock()
-					st.writeTime = time.Since(begin)
-					mu.Unlock()
-					return
-				case <-tick.C:
-				}
-				continue
-			}
-			// Behind (slow puts): catch up a call at a time, but still stop.
+// fileSoak is the checkpoint-file phase's shared state: what was written
+// (under mu) and the figures.
+type fileSoak struct {
+	bin, stream, checkpoint string
+	env                     []string
+	c                       *kinesis.Client
+	started                 time.Time
+
+	mu      sync.Mutex
+	written map[string][]string
+	st      stats
+	// putErr: a PutRecords that failed for good. Part of it may be stored,
+	// under payloads the next records would reuse, so the writer stops and
+	// the soak fails rather than judge the order of records it cannot tell
+	// apart.
+	putErr error
+}
+
+// write: records fall due at rate per second since the start and are
+// written as they fall due, keys taken round-robin. (A tick per key at
+// rate/keys rounded 20/s over 16 keys down to 16/s.) One record per key per
+// call keeps each key in write order: putAll retries only the failed
+// entries, which would put a key's later record before its earlier one.
+// Calls are sequential, so a key's calls are in write order too.
+func (s *fileSoak) write(ctx context.Context, rate int, stop <-chan struct{}) {
+	const keys = 16
+	tick := time.NewTicker(100 * time.Millisecond) // spreads the records over the second
+	defer tick.Stop()
+	begin := time.Now()
+	sent, next := 0, 0
+	for {
+		due := int(float64(rate) * time.Since(begin).Seconds())
+		if sent >= due {
 			select {
 			case <-stop:
-				mu.Lock()
-				st.writeTime = time.Since(begin)
-				mu.Unlock()
+				s.mu.Lock()
+				s.st.writeTime = time.Since(begin)
+				s.mu.Unlock()
 				return
-			default:
+			case <-tick.C:
 			}
-			var recs []types.PutRecordsRequestEntry
-			mu.Lock()
-			for range min(due-sent, keys) {
-				key := fmt.Sprintf("key-%02d", next)
-				next = (next + 1) % keys
-				p := fmt.Sprintf("%s#%d", key, len(written[key]))
-				recs = append(recs, types.PutRecordsRequestEntry{PartitionKey: aws.String(key), Data: []byte(p)})
-			}
-			mu.Unlock()
-			// Counted as sent even when the put fails: the shortfall shows
-			// in the achieved rate instead of as a burst after it.
-			sent += len(recs)
-			if err := putAll(ctx, c, stream, recs); err != nil {
-				mu.Lock()
-				putErr = err
-				st.writeTime = time.Since(begin)
-				mu.Unlock()
-				return
-			}
-			mu.Lock()
-			for _, r := range recs {
-				written[*r.PartitionKey] = append(written[*r.PartitionKey], string(r.Data))
-				st.written++
-			}
-			mu.Unlock()
+			continue
 		}
-	})
-
-	// Resharder: a split or a merge every 20-40 s.
-	reshardRNG := rand.New(rand.NewPCG(seed, 2))
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(20+reshardRNG.IntN(20)) * time.Second):
-			}
-			did, err := reshard(ctx, c, ref, reshardRNG)
-			if err != nil {
-				fmt.Println("soak: reshard:", err)
-				continue
-			}
-			mu.Lock()
-			if did == "split" {
-				st.splits++
-			} else if did == "merge" {
-				st.merges++
-			}
-			mu.Unlock()
-			fmt.Printf("soak: %s at %s\n", did, time.Since(started).Round(time.Second))
+		// Behind (slow puts): catch up a call at a time, but still stop.
+		select {
+		case <-stop:
+			s.mu.Lock()
+			s.st.writeTime = time.Since(begin)
+			s.mu.Unlock()
+			return
+		default:
 		}
-	})
+		var recs []types.PutRecordsRequestEntry
+		s.mu.Lock()
+		for range min(due-sent, keys) {
+			key := fmt.Sprintf("key-%02d", next)
+			next = (next + 1) % keys
+			p := fmt.Sprintf("%s#%d", key, len(s.written[key]))
+			recs = append(recs, types.PutRecordsRequestEntry{PartitionKey: aws.String(key), Data: []byte(p)})
+		}
+		s.mu.Unlock()
+		// Counted as sent even when the put fails: the shortfall shows
+		// in the achieved rate instead of as a burst after it.
+		sent += len(recs)
+		if err := putAll(ctx, s.c, s.stream, recs); err != nil {
+			s.mu.Lock()
+			s.putErr = err
+			s.st.writeTime = time.Since(begin)
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		for _, r := range recs {
+			s.written[*r.PartitionKey] = append(s.written[*r.PartitionKey], string(r.Data))
+			s.st.written++
+		}
+		s.mu.Unlock()
+	}
+}
 
+// reshards splits or merges every 20-40 s.
+func (s *fileSoak) reshards(ctx context.Context, ref kstream.Ref, seed uint64, stop <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Duration(20+rng.IntN(20)) * time.Second):
+		}
+		did, err := reshard(ctx, s.c, ref, rng)
+		if err != nil {
+			fmt.Println("soak: reshard:", err)
+			continue
+		}
+		s.mu.Lock()
+		if did == "split" {
+			s.st.splits++
+		} else if did == "merge" {
+			s.st.merges++
+		}
+		s.mu.Unlock()
+		fmt.Printf("soak: %s at %s\n", did, time.Since(s.started).Round(time.Second))
+	}
+}
+
+// runTails runs tail, kills (-9) or interrupts it after 20-60 s and
+// restarts it, until the deadline.
+func (s *fileSoak) runTails(deadline time.Time, rng *rand.Rand) ([]*tailRun, error) {
 	// Tail runner: run, then kill -9 or Ctrl-C after 20-60 s, restart. Each
 	// run must end the way it was stopped (expectedStatus): a run that dies
 	// on its own, with any status, is a failure, not a kill or a Ctrl-C.
 	var runs []*tailRun
-	st.statuses = map[string]int{}
-	deadline := time.Now().Add(duration)
 	for time.Now().Before(deadline) {
 		if len(runs) > 0 {
 			// GetRecords pacing is per process: a tail restarted at once
@@ -249,9 +326,9 @@ func run(bin string, duration time.Duration, rate int, seed uint64, report strin
 			// both against the shard's five a second.
 			time.Sleep(time.Second)
 		}
-		p, err := startTail(bin, env, stream, checkpoint)
+		p, err := startTail(s.bin, s.env, s.stream, s.checkpoint)
 		if err != nil {
-			return err
+			return runs, err
 		}
 		r := &tailRun{n: len(runs) + 1, proc: p}
 		life := time.Duration(20+rng.IntN(40)) * time.Second
@@ -259,7 +336,7 @@ func run(bin string, duration time.Duration, rate int, seed uint64, report strin
 		case <-time.After(min(life, time.Until(deadline)+time.Second)):
 		case <-p.done:
 			p.wait()
-			return fmt.Errorf("tail run %d ended on its own after %s, before it was stopped: %s\n%s",
+			return runs, fmt.Errorf("tail run %d ended on its own after %s, before it was stopped: %s\n%s",
 				r.n, time.Since(p.started).Round(time.Millisecond), p.status(), p.stderrTail())
 		}
 		r.how = stopInterrupt
@@ -276,30 +353,29 @@ func run(bin string, duration time.Duration, rate int, seed uint64, report strin
 		r.lines, r.arrived = p.wait()
 		runs = append(runs, r)
 		if err := r.check(); err != nil {
-			return err
+			return runs, err
 		}
-		st.statuses[p.status()]++
+		s.st.statuses[p.status()]++
 		switch p.status() {
 		case expectedStatus[stopKill]:
-			st.kills++
+			s.st.kills++
 		case expectedStatus[stopInterrupt]:
-			st.interrupts++
+			s.st.interrupts++
 		}
-		st.restarts++
-		fmt.Printf("soak: tail run %d printed %d lines, %s: %s (%s)\n", r.n, len(r.lines), r.how, p.status(), time.Since(started).Round(time.Second))
+		s.st.restarts++
+		fmt.Printf("soak: tail run %d printed %d lines, %s: %s (%s)\n", r.n, len(r.lines), r.how, p.status(), time.Since(s.started).Round(time.Second))
 	}
-	close(stop)
-	wg.Wait()
-	if putErr != nil {
-		return fmt.Errorf("a PutRecords call failed after its retries, so the records written cannot all be told apart: %w", putErr)
-	}
+	return runs, nil
+}
 
+// drain reads the rest with a last run.
+func (s *fileSoak) drain(runs []*tailRun) ([]*tailRun, error) {
 	// Drain the rest, within a bound: a tail that never goes idle fails
 	// the soak instead of hanging it.
 	time.Sleep(time.Second)
-	p, err := startTail(bin, env, stream, checkpoint, "--idle-exit", "5s")
+	p, err := startTail(s.bin, s.env, s.stream, s.checkpoint, "--idle-exit", "5s")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	drain := &tailRun{n: len(runs) + 1, proc: p, how: stopDrain}
 	select {
@@ -307,17 +383,23 @@ func run(bin string, duration time.Duration, rate int, seed uint64, report strin
 	case <-time.After(5 * time.Minute):
 		p.cmd.Process.Kill()
 		p.wait()
-		return fmt.Errorf("the final drain (tail --idle-exit 5s) did not end within 5 minutes: %s\n%s", p.status(), p.stderrTail())
+		return nil, fmt.Errorf("the final drain (tail --idle-exit 5s) did not end within 5 minutes: %s\n%s", p.status(), p.stderrTail())
 	}
 	drain.lines, drain.arrived = p.wait()
 	drain.stopped = time.Now()
 	runs = append(runs, drain)
 	if err := drain.check(); err != nil {
-		return err
+		return nil, err
 	}
-	st.statuses[p.status()]++
-	fmt.Printf("soak: tail run %d printed %d lines, %s: %s (%s)\n", drain.n, len(drain.lines), drain.how, p.status(), time.Since(started).Round(time.Second))
+	s.st.statuses[p.status()]++
+	fmt.Printf("soak: tail run %d printed %d lines, %s: %s (%s)\n", drain.n, len(drain.lines), drain.how, p.status(), time.Since(s.started).Round(time.Second))
 
+	return runs, nil
+}
+
+// verifyRuns checks every record was delivered, each key in order in every
+// run, and replays stayed within the checkpoint window.
+func verifyRuns(runs []*tailRun, written map[string][]string, st *stats) error {
 	// Verify. unsaved holds what the checkpoint may not cover when a run
 	// ends: the records of a killed run's last window, and those an earlier
 	// run left uncovered that this run did not print again (the shard's
@@ -382,18 +464,6 @@ func run(bin string, duration time.Duration, rate int, seed uint64, report strin
 				return fmt.Errorf("key %s: %s was never delivered", k, p)
 			}
 		}
-	}
-	st.fired = inj.Fired()
-	for _, ts := range inj.GetRecordsCalls() {
-		st.maxCallsPerSecond = max(st.maxCallsPerSecond, faults.MaxCallsInWindow(ts, time.Second))
-	}
-	if st.maxCallsPerSecond > 5 {
-		return fmt.Errorf("a shard got %d GetRecords in one second", st.maxCallsPerSecond)
-	}
-	text := figures(st, seed, duration, rate, time.Since(started))
-	fmt.Print(text)
-	if report != "" {
-		return writeReport(report, text)
 	}
 	return nil
 }
@@ -478,6 +548,7 @@ func (r *tailRun) check() error {
 type tailProc struct {
 	cmd     *exec.Cmd
 	started time.Time
+	mu      sync.Mutex // lines and arrived grow while the process runs
 	lines   []line
 	arrived []time.Time // when each line was read from tail's stdout
 	stderr  strings.Builder
@@ -488,6 +559,11 @@ type tailProc struct {
 func startTail(bin string, env []string, stream, checkpoint string, extra ...string) (*tailProc, error) {
 	args := append([]string{"tail", stream, "--checkpoint", checkpoint, "--relist-interval", "2s",
 		"--checkpoint-interval", checkpointInterval.String()}, extra...)
+	return startProc(bin, env, args...)
+}
+
+// startProc starts the binary and reads its JSON lines as they arrive.
+func startProc(bin string, env []string, args ...string) (*tailProc, error) {
 	p := &tailProc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	p.cmd.Env = env
 	p.cmd.Stderr = &p.stderr
@@ -504,8 +580,10 @@ func startTail(bin string, env []string, stream, checkpoint string, extra ...str
 		for sc.Scan() {
 			var l line
 			if json.Unmarshal(sc.Bytes(), &l) == nil {
+				p.mu.Lock()
 				p.lines = append(p.lines, l)
 				p.arrived = append(p.arrived, time.Now())
+				p.mu.Unlock()
 			}
 		}
 		p.err = p.cmd.Wait()
@@ -517,6 +595,13 @@ func startTail(bin string, env []string, stream, checkpoint string, extra ...str
 func (p *tailProc) wait() ([]line, []time.Time) {
 	<-p.done
 	return slices.Clone(p.lines), slices.Clone(p.arrived)
+}
+
+// snapshot is what the process printed so far.
+func (p *tailProc) snapshot() []line {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.lines)
 }
 
 // status is how the process ended: "exit N" or the signal that ended it.
@@ -593,11 +678,16 @@ func figures(st stats, seed uint64, duration time.Duration, rate int, took time.
 }
 
 const (
-	beginMark = "<!-- soak:begin -->"
-	endMark   = "<!-- soak:end -->"
+	beginMark      = "<!-- soak:begin -->"
+	endMark        = "<!-- soak:end -->"
+	leaseBeginMark = "<!-- soak-leases:begin -->"
+	leaseEndMark   = "<!-- soak-leases:end -->"
 )
 
-func writeReport(path, text string) error {
+func writeReport(path, text string) error { return writeSection(path, beginMark, endMark, text) }
+
+// writeSection replaces what stands between the markers in the file.
+func writeSection(path, beginMark, endMark, text string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err

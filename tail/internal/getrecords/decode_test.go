@@ -1,54 +1,31 @@
-package tail
+package getrecords
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
 )
 
-// The GetRecords fast decoder (fastGetRecords in reader.go) must give the
-// SDK's answer for every body it accepts, and hand everything else to the
-// SDK. These tests and the fuzz target compare the two on the same bytes.
-// (They live in a _bench_test file with the decoder's benchmark.)
+// The GetRecords fast decoder must give the SDK's answer for every body it
+// accepts, and hand everything else to the SDK. These tests and the fuzz
+// target compare the two on the same bytes. (The decoder's benchmark is
+// tail's BenchmarkDecodeGetRecords, beside the rest of the hot path.)
 
-// bodyClient answers every call with status and body, without a network.
-type bodyClient struct {
-	status int
-	body   []byte
-}
-
-func (c bodyClient) Do(req *http.Request) (*http.Response, error) {
-	h := http.Header{}
-	h.Set("Content-Type", "application/x-amz-json-1.1")
-	return &http.Response{StatusCode: c.status, Header: h, Body: io.NopCloser(bytes.NewReader(c.body)),
-		ContentLength: int64(len(c.body)), Request: req}, nil
-}
-
-func clientFor(status int, body []byte) *kinesis.Client {
-	return kinesis.New(kinesis.Options{
-		Region:           "us-east-1",
-		Credentials:      credentials.NewStaticCredentialsProvider("x", "x", ""),
-		BaseEndpoint:     aws.String("http://127.0.0.1:1"),
-		HTTPClient:       bodyClient{status, body},
-		RetryMaxAttempts: 1,
-	})
-}
+// noSDKRetries makes the SDK try a call once, as the tail's reader does.
+func noSDKRetries(o *kinesis.Options) { o.RetryMaxAttempts = 1 }
 
 func getRecordsVia(body []byte, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
-	out, err := clientFor(200, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, opts...)
+	out, err := wirestub.BodyClient(200, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, opts...)
 	if out != nil {
 		out.ResultMetadata = kinesis.GetRecordsOutput{}.ResultMetadata
 	}
@@ -121,11 +98,11 @@ func TestDecodeGetRecordsMatchesSDK(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			body := []byte(tc.body)
 			var fast kinesis.GetRecordsOutput
-			if ok := decodeGetRecords(body, &fast); ok != tc.fast {
+			if ok := Decode(body, &fast); ok != tc.fast {
 				t.Fatalf("fast path taken: %v, want %v", ok, tc.fast)
 			}
 			want, werr := getRecordsVia(body)
-			got, gerr := getRecordsVia(body, fastGetRecords)
+			got, gerr := getRecordsVia(body, Option)
 			if (werr == nil) != (gerr == nil) {
 				t.Fatalf("errors differ: fast %v, sdk %v", gerr, werr)
 			}
@@ -143,12 +120,12 @@ func TestDecodeGetRecordsMatchesSDK(t *testing.T) {
 // Error responses decode as before: typed, through the SDK.
 func TestDecodeGetRecordsErrors(t *testing.T) {
 	body := []byte(`{"__type":"ProvisionedThroughputExceededException","message":"Rate exceeded for shard"}`)
-	_, err := clientFor(400, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, fastGetRecords)
+	_, err := wirestub.BodyClient(400, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, Option)
 	var pte *types.ProvisionedThroughputExceededException
 	if !errors.As(err, &pte) {
 		t.Fatalf("got %v", err)
 	}
-	_, err = clientFor(200, []byte(`{"Records":[`)).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, fastGetRecords)
+	_, err = wirestub.BodyClient(200, []byte(`{"Records":[`)).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, Option)
 	if err == nil || !strings.Contains(err.Error(), "deserialization failed") {
 		t.Fatalf("truncated body: %v", err)
 	}
@@ -162,7 +139,7 @@ func FuzzDecodeGetRecords(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var fast kinesis.GetRecordsOutput
-		if !decodeGetRecords(body, &fast) {
+		if !Decode(body, &fast) {
 			return
 		}
 		want, err := getRecordsVia(body)
@@ -171,27 +148,6 @@ func FuzzDecodeGetRecords(f *testing.F) {
 		}
 		sameOutput(t, body, &fast, want)
 	})
-}
-
-// BenchmarkDecodeGetRecords is the fast decoder alone on a full page
-// (BenchmarkGetRecords is the whole call).
-func BenchmarkDecodeGetRecords(b *testing.B) {
-	for _, sz := range benchSizes {
-		b.Run(sz.name, func(b *testing.B) {
-			s := startStub(b, wirestub.Options{RecordSize: sz.size})
-			body := s.PageBody()
-			b.SetBytes(int64(s.PagePayload()))
-			b.ReportAllocs()
-			m := startCPU()
-			for b.Loop() {
-				var out kinesis.GetRecordsOutput
-				if !decodeGetRecords(body, &out) || len(out.Records) != len(s.PageRecords()) {
-					b.Fatal("not decoded")
-				}
-			}
-			m.report(b, len(s.PageRecords()), s.PagePayload())
-		})
-	}
 }
 
 // special is exact: it agrees with a byte loop on every byte value in

@@ -1,4 +1,8 @@
-package tail
+// Package getrecords decodes successful GetRecords responses faster than
+// the SDK's generic deserializer, and hands everything else to the SDK.
+//
+// Imports: the Kinesis SDK, smithy-go and the standard library.
+package getrecords
 
 import (
 	"bytes"
@@ -23,7 +27,7 @@ import (
 // shape deserializer: each Data blob is unquoted into a string and base64
 // decoded into its own slice, and each record costs about nine allocations
 // (a pointer per field, a big.Float per timestamp). On full pages that was
-// most of tail's CPU (docs/BENCHMARKS.md). fastGetRecords swaps in a
+// most of tail's CPU (docs/BENCHMARKS.md). Option swaps in a
 // decoder for the one shape a successful GetRecords returns: it base64
 // decodes every blob of the page into one buffer and keeps keys and
 // sequence numbers in a few string blocks, so a page costs a handful of
@@ -32,14 +36,25 @@ import (
 // SDK's own decoder unchanged, so errors and rare shapes decode exactly as
 // before.
 
-// fastGetRecords is a per-call option of the reader's GetRecords calls.
-func fastGetRecords(o *kinesis.Options) {
+// Option is a per-call option of GetRecords that swaps in the decoder.
+func Option(o *kinesis.Options) {
 	if o.Protocol == nil {
 		return
 	}
 	if _, ok := o.Protocol.(getRecordsProtocol); !ok {
 		o.Protocol = getRecordsProtocol{o.Protocol}
 	}
+}
+
+type reserveKey struct{}
+
+// WithReserve returns a context whose GetRecords calls (with Option) call
+// reserve with a response's payload size, about three quarters of its
+// Content-Length (base64), before the body is read: the caller accounts
+// for the memory the page will take. reserve must not wait: it runs under
+// the call's deadline.
+func WithReserve(ctx context.Context, reserve func(payload int64)) context.Context {
+	return context.WithValue(ctx, reserveKey{}, reserve)
 }
 
 // getRecordsProtocol decodes successful GetRecords responses itself and
@@ -55,11 +70,9 @@ func (p getRecordsProtocol) DeserializeResponse(ctx context.Context, schema *smi
 	if !ok || resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		return p.ClientProtocol.DeserializeResponse(ctx, schema, reg, resp, out)
 	}
-	if t, ok := ctx.Value(pageTicketKey{}).(*pageTicket); ok && resp.ContentLength > 0 {
+	if reserve, ok := ctx.Value(reserveKey{}).(func(int64)); ok && resp.ContentLength > 0 {
 		// The payload is about three quarters of the body (base64).
-		if err := t.grow(ctx, resp.ContentLength/4*3); err != nil {
-			return &smithy.DeserializationError{Err: err}
-		}
+		reserve(resp.ContentLength / 4 * 3)
 	}
 	bp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(bp)
@@ -68,7 +81,7 @@ func (p getRecordsProtocol) DeserializeResponse(ctx context.Context, schema *smi
 	if err != nil {
 		return &smithy.DeserializationError{Err: err}
 	}
-	if decodeGetRecords(body, o) {
+	if Decode(body, o) {
 		return nil
 	}
 	// Not a shape the fast path knows: the SDK decodes the same bytes.
@@ -118,9 +131,10 @@ type recordsParser struct {
 	strs []byte
 }
 
-// decodeGetRecords decodes a successful GetRecords body into out. It
-// returns false, leaving out in any state, for anything it does not handle.
-func decodeGetRecords(body []byte, out *kinesis.GetRecordsOutput) bool {
+// Decode decodes a successful GetRecords body into out. It returns false,
+// leaving out in any state, for anything it does not handle (Option then
+// hands the body to the SDK's decoder).
+func Decode(body []byte, out *kinesis.GetRecordsOutput) bool {
 	p := recordsParser{b: body}
 	if !p.consume('{') {
 		return false
@@ -408,7 +422,9 @@ func (p *recordsParser) member() int {
 	return memberUnknown
 }
 
-// records decodes the Records array.
+// records decodes the Records array. It is one loop over the members of
+// each record, longer than most functions here: the hot path of every page,
+// kept in one frame so the per-record state stays in registers.
 func (p *recordsParser) records(out *kinesis.GetRecordsOutput) bool {
 	if !p.consume('[') {
 		return false

@@ -54,6 +54,9 @@ func LagTable(w io.Writer, r *consumer.Report, o LagOptions) error {
 		return err
 	}
 	b.WriteString("\n" + LagSummary(r, o.ShortIDs) + "\n")
+	if r.Note != "" {
+		b.WriteString("Note: " + r.Note + ".\n")
+	}
 	return writeTo(w, &b)
 }
 

@@ -34,6 +34,9 @@ type Report struct {
 	// was), WorstShard the shard it is of.
 	MaxMillisBehindLatest *int64 `json:"maxMillisBehindLatest"`
 	WorstShard            string `json:"worstShardId,omitempty"`
+	// Note is what the source says about the shards shown (a filtered
+	// checkpoint file, other streams' leases).
+	Note string `json:"note,omitempty"`
 }
 
 // Count is how many shards are in state st.
@@ -115,11 +118,11 @@ func (o *Options) defaults() {
 // reason in Error; the error returned is the source's, or ctx's.
 func Lag(ctx context.Context, api API, ref kstream.Ref, g *lineage.Graph, sum *kstream.Summary, src Source, o Options) (*Report, error) {
 	o.defaults()
-	shards, err := src.Read(ctx, g, sum)
+	shards, note, err := src.Read(ctx, g, sum)
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Stream: sum.Name, Source: src.Ref(), Shards: shards}
+	r := &Report{Stream: sum.Name, Source: src.Ref(), Shards: shards, Note: note}
 	if o.Measure {
 		measureAll(ctx, api, ref, r.Shards, &o)
 		if err := ctx.Err(); err != nil {

@@ -2,8 +2,11 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -193,6 +196,11 @@ func TestFromLeases(t *testing.T) {
 	}
 	// No lease at all: from TRIM_HORIZON, where the KCL creates leases; a
 	// LATEST lease from the tip.
+	// An AT_TIMESTAMP lease that tail wrote carries its time: from there.
+	stamped := standings(FromLeases(g, leases.Diagnose(g, []leases.Lease{{ShardID: id(3), Checkpoint: leases.AtTimestamp, From: 1764496800123}}, leases.StreamID{Name: "orders"})))
+	if st := stamped[id(3)]; st.state != StateNotStarted || st.from == nil || st.from.kind != types.ShardIteratorTypeAtTimestamp || !st.from.ts.Equal(time.UnixMilli(1764496800123)) {
+		t.Errorf("shard 3 at AT_TIMESTAMP with its time: %+v (from %+v)", st, st.from)
+	}
 	none := standings(FromLeases(g, leases.Diagnose(g, []leases.Lease{{ShardID: id(5), Checkpoint: leases.Latest}}, leases.StreamID{Name: "orders"})))
 	if st := none[id(4)]; st.state != StateNotStarted || st.from == nil || *st.from != *trimHorizon {
 		t.Errorf("shard 4 without leases: %+v", st)
@@ -243,8 +251,8 @@ func (s *stubAPI) GetRecords(_ context.Context, in *kinesis.GetRecordsInput, _ .
 type staticSource []ShardLag
 
 func (s staticSource) Ref() SourceRef { return SourceRef{Kind: SourceCheckpoint, Name: "cp.json"} }
-func (s staticSource) Read(context.Context, *lineage.Graph, *kstream.Summary) ([]ShardLag, error) {
-	return append([]ShardLag(nil), s...), nil
+func (s staticSource) Read(context.Context, *lineage.Graph, *kstream.Summary) ([]ShardLag, string, error) {
+	return append([]ShardLag(nil), s...), "", nil
 }
 
 func ms(n int64) *int64 { return &n }
@@ -357,5 +365,64 @@ func TestLagThrottledPastBudget(t *testing.T) {
 	}
 	if r.Shards[1].MillisBehindLatest == nil || *r.Shards[1].MillisBehindLatest != 0 || r.WorstShard != id(2) {
 		t.Errorf("other shard: %+v, worst %s", r.Shards[1], r.WorstShard)
+	}
+}
+
+// A checkpoint file written by a tail with --shard or --key stands for the
+// shards that tail reads; a file of another stream is refused.
+func TestCheckpointFileFilters(t *testing.T) {
+	g := testGraph(t)
+	sum := &kstream.Summary{Name: "orders", ARN: "arn:aws:kinesis:us-east-1:123456789012:stream/orders", Created: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	write := func(filter tail.Filter) string {
+		path := filepath.Join(t.TempDir(), "cp.json")
+		st, err := tail.OpenFilteredFile(path, tail.StreamIdentity{Name: sum.Name, ARN: sum.ARN, Created: sum.Created}, filter, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if err := st.Save(t.Context(), map[string]tail.Position{id(0): {ShardEnd: true}}); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	// A key in shard 4's range (the second and third quarters): 0, 2, 4.
+	key := ""
+	for i := 0; key == ""; i++ {
+		if k := fmt.Sprint("key-", i); g.Shard(id(2)).Range.Contains(lineage.PartitionKeyHash(k)) {
+			key = k
+		}
+	}
+	for _, tc := range []struct {
+		filter tail.Filter
+		shards []string
+		note   string
+	}{
+		{tail.Filter{}, []string{id(0), id(3), id(9), id(1), id(2), id(4), id(5)}, ""},
+		{tail.Filter{Shard: id(2)}, []string{id(2), id(4)}, "the file was written by a tail with --shard " + id(2) + ": only the shards it reads are shown"},
+		{tail.Filter{Key: key}, []string{id(0), id(2), id(4)}, "the file was written by a tail with --key " + key +
+			": only the shards it reads are shown, and its positions are of that key's records: BEHIND counts the other keys' records too"},
+	} {
+		got, note, err := CheckpointFile{Path: write(tc.filter)}.Read(t.Context(), g, sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// In the lineage's order.
+		var ids, want []string
+		for _, s := range got {
+			ids = append(ids, s.ShardID)
+		}
+		for _, s := range g.Shards() {
+			if slices.Contains(tc.shards, s.ID) {
+				want = append(want, s.ID)
+			}
+		}
+		if !slices.Equal(ids, want) || note != tc.note {
+			t.Errorf("%v: shards %v, note %q; want %v, %q", tc.filter, ids, note, tc.shards, tc.note)
+		}
+	}
+	other := *sum
+	other.Created = other.Created.Add(time.Hour) // re-created under the same name
+	if _, _, err := (CheckpointFile{Path: write(tail.Filter{})}).Read(t.Context(), g, &other); !errors.Is(err, ErrForeign) {
+		t.Errorf("a file of the stream before it was re-created: %v", err)
 	}
 }

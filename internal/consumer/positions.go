@@ -96,9 +96,9 @@ type from struct {
 // Source reads a consumer's positions over a stream's lineage.
 type Source interface {
 	Ref() SourceRef
-	// Read returns one ShardLag per shard of g, in g's order, not yet
-	// measured.
-	Read(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) ([]ShardLag, error)
+	// Read returns one ShardLag per shard of g it stands for, in g's
+	// order, not yet measured, and a note for the report ("" for none).
+	Read(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) ([]ShardLag, string, error)
 }
 
 // ErrForeign: the source holds the positions of another stream.
@@ -113,17 +113,43 @@ type CheckpointFile struct {
 // Ref implements Source.
 func (c CheckpointFile) Ref() SourceRef { return SourceRef{Kind: SourceCheckpoint, Name: c.Path} }
 
-// Read implements Source.
-func (c CheckpointFile) Read(_ context.Context, g *lineage.Graph, sum *kstream.Summary) ([]ShardLag, error) {
-	id, pos, err := tail.ReadCheckpoint(c.Path)
+// Read implements Source. A file written by a tail with --key or --shard
+// stands for the shards that tail reads only (the key's path, the shard's
+// subtree): the others are left out, and the note says so.
+func (c CheckpointFile) Read(_ context.Context, g *lineage.Graph, sum *kstream.Summary) ([]ShardLag, string, error) {
+	id, filter, pos, err := tail.ReadCheckpointFilter(c.Path)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if id.ARN != sum.ARN || !id.Created.Equal(sum.Created) {
-		return nil, fmt.Errorf("%w: checkpoint file %s is for %s (created %s), not for %s (created %s)", ErrForeign,
+		return nil, "", fmt.Errorf("%w: checkpoint file %s is for %s (created %s), not for %s (created %s)", ErrForeign,
 			c.Path, id.ARN, stamp(id.Created), sum.ARN, stamp(sum.Created))
 	}
-	return FromCheckpoint(g, pos), nil
+	all := FromCheckpoint(g, pos)
+	var read []*lineage.Shard
+	switch {
+	case filter.Shard != "":
+		read = g.Subtree(filter.Shard)
+	case filter.Key != "":
+		read = g.KeyPath(lineage.PartitionKeyHash(filter.Key))
+	default:
+		return all, "", nil
+	}
+	keep := map[string]bool{}
+	for _, s := range read {
+		keep[s.ID] = true
+	}
+	out := all[:0]
+	for _, s := range all {
+		if keep[s.ShardID] {
+			out = append(out, s)
+		}
+	}
+	note := "the file was written by a tail with " + filter.String() + ": only the shards it reads are shown"
+	if filter.Key != "" {
+		note += ", and its positions are of that key's records: BEHIND counts the other keys' records too"
+	}
+	return out, note, nil
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -188,17 +214,21 @@ func (t LeaseTable) Ref() SourceRef {
 }
 
 // Read implements Source.
-func (t LeaseTable) Read(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) ([]ShardLag, error) {
+func (t LeaseTable) Read(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) ([]ShardLag, string, error) {
 	if !t.KCL {
 		if err := t.checkClaim(ctx, sum); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	d, _, err := DiagnoseLeases(ctx, t.API, t.Table, g, sum)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return FromLeases(g, d), nil
+	note := ""
+	if d.OtherStreams > 0 {
+		note = fmt.Sprintf("%d lease(s) of other streams in the table were left out", d.OtherStreams)
+	}
+	return FromLeases(g, d), note, nil
 }
 
 // checkClaim refuses a tail lease table tied to another stream, or to
@@ -271,6 +301,9 @@ func FromLeases(g *lineage.Graph, d *leases.Diagnosis) []ShardLag {
 			sl.from = &from{kind: types.ShardIteratorTypeTrimHorizon}
 		case cp == leases.Latest:
 			sl.from = &from{kind: types.ShardIteratorTypeLatest}
+		case cp == leases.AtTimestamp && l.From > 0:
+			// tail records the time in an attribute of its own.
+			sl.from = &from{kind: types.ShardIteratorTypeAtTimestamp, ts: time.UnixMilli(l.From)}
 		case cp == leases.AtTimestamp:
 			sl.Note = "the lease says AT_TIMESTAMP without the time (the KCL's schema has no field for it), so how far behind it starts is not known"
 		default:

@@ -124,8 +124,8 @@ func (m memCheckpoint) Ref() consumer.SourceRef {
 	return consumer.SourceRef{Kind: consumer.SourceCheckpoint, Name: "orders.checkpoint"}
 }
 
-func (m memCheckpoint) Read(_ context.Context, g *lineage.Graph, _ *kstream.Summary) ([]consumer.ShardLag, error) {
-	return consumer.FromCheckpoint(g, m), nil
+func (m memCheckpoint) Read(_ context.Context, g *lineage.Graph, _ *kstream.Summary) ([]consumer.ShardLag, string, error) {
+	return consumer.FromCheckpoint(g, m), "", nil
 }
 
 // answerLost makes the reshard calls and then returns err, as a client

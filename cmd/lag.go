@@ -66,7 +66,9 @@ after the position) and, from a lease table, the lease's owner. States:
 A position inside a KPL aggregate is measured at the aggregate (its rest is
 read again); a shard without a position from its oldest record
 (TRIM_HORIZON), where tail and the KCL start a new shard. A blocked shard's
-BEHIND is its whole backlog. A summary line names the worst shard.
+BEHIND is its whole backlog. A checkpoint file written by a tail with --key
+or --shard stands for the shards that tail reads, and a note says so. A
+summary line names the worst shard.
 
 Each shard gets one GetShardIterator and one GetRecords call (a few shards at
 a time, each call with a deadline); a throttled call is retried with a

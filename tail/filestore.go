@@ -398,6 +398,12 @@ func ReadCheckpoint(path string) (StreamIdentity, map[string]Position, error) {
 	return id, out, err
 }
 
+// ReadCheckpointFilter is ReadCheckpoint with the --key or --shard filter
+// the file was written with (kinesis-shards lag).
+func ReadCheckpointFilter(path string) (StreamIdentity, Filter, map[string]Position, error) {
+	return readCheckpointFile(path)
+}
+
 func readCheckpointFile(path string) (StreamIdentity, Filter, map[string]Position, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/kpl"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -33,14 +35,7 @@ type replayedLine struct {
 // the order they were written to A, and each explicit hash key's record
 // on the shard of B whose range holds it.
 func TestPutReplaysAReshardedStream(t *testing.T) {
-	e := emulator.Require(t)
-	if !e.Caps.Reshard {
-		t.Skipf("%s cannot reshard", e.Backend)
-	}
-	c := e.Client(t)
-	a, b := emulator.StreamName(t)+"-a", emulator.StreamName(t)+"-b"
-	e.CreateStream(t, c, a, 2)
-	e.CreateStream(t, c, b, 3)
+	e, c, a, b := replayStreams(t, 3)
 
 	w := &keyedWriter{t: t, e: e, c: c, stream: a, keys: 8, written: map[string][]string{}}
 	// KPL user records of three keys, one aggregate per round (so each key's
@@ -116,17 +111,10 @@ func TestPutReplaysAReshardedStream(t *testing.T) {
 }
 
 // The incident replay: with --filter, only the records it keeps are
-// written (here the KPL user records and the binary ones), each key's in
-// its order, and nothing of the keys it drops.
+// written (here the errors, in KPL user records and plain records), each
+// key's in its order, and nothing of the keys it drops.
 func TestPutReplaysFilteredRecords(t *testing.T) {
-	e := emulator.Require(t)
-	if !e.Caps.Reshard {
-		t.Skipf("%s cannot reshard", e.Backend)
-	}
-	c := e.Client(t)
-	a, b := emulator.StreamName(t)+"-a", emulator.StreamName(t)+"-b"
-	e.CreateStream(t, c, a, 2)
-	e.CreateStream(t, c, b, 1)
+	e, c, a, b := replayStreams(t, 1)
 	w := &keyedWriter{t: t, e: e, c: c, stream: a, keys: 4, written: map[string][]string{}}
 	want := map[string][]string{}
 	kept := func(n int) {
@@ -163,6 +151,22 @@ func TestPutReplaysFilteredRecords(t *testing.T) {
 			t.Errorf("key %s on B: %q\nwant %q", k, got[k], recs)
 		}
 	}
+}
+
+// replayStreams makes the streams of a replay: A with two shards, to be
+// resharded while it is written (skipped on a backend that cannot), and B
+// with the given number.
+func replayStreams(t *testing.T, shardsB int) (*emulator.Emulator, *kinesis.Client, string, string) {
+	t.Helper()
+	e := emulator.Require(t)
+	if !e.Caps.Reshard {
+		t.Skipf("%s cannot reshard", e.Backend)
+	}
+	c := e.Client(t)
+	a, b := emulator.StreamName(t)+"-a", emulator.StreamName(t)+"-b"
+	e.CreateStream(t, c, a, 2)
+	e.CreateStream(t, c, b, shardsB)
+	return e, c, a, b
 }
 
 // replayedKeys reads a stream back: each key's payloads in order, and the

@@ -1,17 +1,14 @@
 package cmd
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +30,19 @@ func putOneByOne(t *testing.T, e *emulator.Emulator, c *kinesis.Client, stream s
 	for _, r := range recs {
 		e.Put(t, c, stream, []emulator.Rec{r})
 	}
+}
+
+// oneShardStream is a new one-shard stream on the emulator (which keeps
+// the records of a shard in the order they were put) and the environment
+// for running the binary on it. The test runs in parallel.
+func oneShardStream(t *testing.T) (*emulator.Emulator, *kinesis.Client, string, []string) {
+	t.Helper()
+	t.Parallel()
+	e := emulator.Require(t)
+	c := e.Client(t)
+	stream := emulator.StreamName(t)
+	e.CreateStream(t, c, stream, 1)
+	return e, c, stream, append(e.Env(), "XDG_STATE_HOME="+t.TempDir())
 }
 
 func lines(s string) []string {
@@ -57,11 +67,7 @@ func dataOf(t *testing.T, out string) []string {
 }
 
 func TestTailFilterAndJQ(t *testing.T) {
-	t.Parallel()
-	e := emulator.Require(t)
-	c := e.Client(t)
-	stream := emulator.StreamName(t)
-	e.CreateStream(t, c, stream, 1)
+	e, c, stream, env := oneShardStream(t)
 	payloads := []string{
 		`{"level":"error","msg":"payment declined","orderId":12345678901234567891}`,
 		`plain text: a timeout in the log line`,
@@ -75,7 +81,6 @@ func TestTailFilterAndJQ(t *testing.T) {
 		recs = append(recs, emulator.Rec{PartitionKey: fmt.Sprintf("key-%d", i), Data: []byte(p)})
 	}
 	putOneByOne(t, e, c, stream, recs...)
-	env := append(e.Env(), "XDG_STATE_HOME="+t.TempDir())
 	tailArgs := func(extra ...string) []string {
 		return append([]string{"tail", stream, "--no-checkpoint", "--idle-exit", "1s", "--poll-interval", "200ms"}, extra...)
 	}
@@ -152,11 +157,7 @@ func dataSeqs(t *testing.T, env []string, stream string) []string {
 // prints the next match; its default checkpoint file is its own, so a run
 // without it starts afresh instead of skipping what the filter dropped.
 func TestTailFilterCheckpoint(t *testing.T) {
-	t.Parallel()
-	e := emulator.Require(t)
-	c := e.Client(t)
-	stream := emulator.StreamName(t)
-	e.CreateStream(t, c, stream, 1)
+	e, c, stream, env := oneShardStream(t)
 	var recs []emulator.Rec
 	for i := range 8 {
 		level := "info"
@@ -166,7 +167,6 @@ func TestTailFilterCheckpoint(t *testing.T) {
 		recs = append(recs, emulator.Rec{PartitionKey: "k", Data: []byte(fmt.Sprintf(`{"level":%q,"n":%d}`, level, i))})
 	}
 	putOneByOne(t, e, c, stream, recs...)
-	env := append(e.Env(), "XDG_STATE_HOME="+t.TempDir())
 	filtered := []string{"tail", stream, "--idle-exit", "1s", "--poll-interval", "200ms", "--filter", `.payload.level == "error"`, "-o", "raw"}
 	var got []string
 	for _, max := range []string{"1", "1", "0"} {
@@ -242,34 +242,17 @@ func logEventLines(t *testing.T, out string) []logEventLine {
 	return got
 }
 
-// eventKey is what identifies a printed log event (or record) of a run.
-func (l logEventLine) key() string {
-	s := l.SequenceNumber
-	if l.SubSequenceNumber != nil {
-		s += fmt.Sprintf("/%d", *l.SubSequenceNumber)
-	}
-	if l.LogEventIndex != nil {
-		return s + fmt.Sprintf("#%d %s", *l.LogEventIndex, l.Message)
-	}
-	return s + " " + l.Data
-}
-
 // --cwlogs on batches as the service writes them: one line per log event
 // in json, raw and text, the CONTROL_MESSAGE skipped (and counted with
 // --debug), a record that is not a batch passed through with one warning,
 // and --filter on the log event's object.
 func TestTailCWLogs(t *testing.T) {
-	t.Parallel()
-	e := emulator.Require(t)
-	c := e.Client(t)
-	stream := emulator.StreamName(t)
-	e.CreateStream(t, c, stream, 1)
+	e, c, stream, env := oneShardStream(t)
 	putOneByOne(t, e, c, stream,
 		emulator.Rec{PartitionKey: "sub", Data: cwFixture(t, "control-message")},
 		emulator.Rec{PartitionKey: "sub", Data: cwFixture(t, "data-message")},
 		emulator.Rec{PartitionKey: "other", Data: []byte("not a batch")},
 		emulator.Rec{PartitionKey: "agg", Data: kpl.Aggregate([]kpl.Record{{PartitionKey: "a", Data: cwBatchData(t, "a0 ERROR x", "a1")}, {PartitionKey: "b", Data: cwBatchData(t, "b0")}})})
-	env := append(e.Env(), "XDG_STATE_HOME="+t.TempDir())
 	run := func(extra ...string) cliResult {
 		t.Helper()
 		res := runBinary(t, env, "", append([]string{"tail", stream, "--no-checkpoint", "--idle-exit", "1s", "--poll-interval", "200ms", "--cwlogs"}, extra...)...)
@@ -360,16 +343,11 @@ func TestTailCWLogs(t *testing.T) {
 // 3 resumes at event 4, inside a KPL aggregate of batches too; the file
 // says where (version 3 while inside a batch, version 1 again after).
 func TestTailCWLogsResumeAfterMaxRecords(t *testing.T) {
-	t.Parallel()
-	e := emulator.Require(t)
-	c := e.Client(t)
-	stream := emulator.StreamName(t)
-	e.CreateStream(t, c, stream, 1)
+	e, c, stream, env := oneShardStream(t)
 	putOneByOne(t, e, c, stream,
 		emulator.Rec{PartitionKey: "sub", Data: cwBatchData(t, "e0", "e1", "e2", "e3", "e4", "e5")},
 		emulator.Rec{PartitionKey: "agg", Data: kpl.Aggregate([]kpl.Record{{PartitionKey: "a", Data: cwBatchData(t, "a0", "a1")}, {PartitionKey: "b", Data: cwBatchData(t, "b0", "b1", "b2")}})},
 		emulator.Rec{PartitionKey: "sub", Data: cwBatchData(t, "f0")})
-	env := append(e.Env(), "XDG_STATE_HOME="+t.TempDir())
 	cp := filepath.Join(t.TempDir(), "cp.json")
 	type step struct {
 		printed []string
@@ -377,7 +355,6 @@ func TestTailCWLogsResumeAfterMaxRecords(t *testing.T) {
 		pos     string // the shard's position as Position.String, with SEQn for the nth record
 	}
 	var seqs []string
-	var all []string
 	var steps []step
 	for range 5 {
 		res := runBinary(t, env, "", "tail", stream, "--checkpoint", cp, "--cwlogs", "--max-records", "3", "--idle-exit", "1s", "--poll-interval", "200ms")
@@ -391,7 +368,6 @@ func TestTailCWLogsResumeAfterMaxRecords(t *testing.T) {
 				seqs = append(seqs, l.SequenceNumber)
 			}
 		}
-		all = append(all, st.printed...)
 		b, err := os.ReadFile(cp)
 		if err != nil {
 			t.Fatal(err)
@@ -425,59 +401,22 @@ func TestTailCWLogsResumeAfterMaxRecords(t *testing.T) {
 	}
 }
 
-// linesProc is a running binary whose stdout lines are collected.
-type linesProc struct {
-	cmd   *exec.Cmd
-	mu    sync.Mutex
-	lines []string
-	done  chan struct{}
-}
-
-func startLines(t *testing.T, env []string, args ...string) *linesProc {
-	t.Helper()
-	p := &linesProc{cmd: exec.Command(binary(t), args...), done: make(chan struct{})}
-	p.cmd.Env = env
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+// messagesOf lists the messages of --cwlogs JSON lines.
+func messagesOf(ls []tailLine) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Message)
 	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			p.mu.Unlock()
-		}
-		p.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		<-p.done
-	})
-	return p
+	return out
 }
 
-func (p *linesProc) output() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.lines)
-}
-
-// kill9 kills the process (SIGKILL: no final save) and waits for it.
-func (p *linesProc) kill9(t *testing.T) {
+// kill9 kills a tail (SIGKILL: no final save) and waits for it.
+func kill9(t *testing.T, p *tailProc) {
 	t.Helper()
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a killed tail did not go away")
-	}
+	p.wait(t, 10*time.Second)
 }
 
 // Resume inside a batch after kill -9. A run stopped by --max-records
@@ -488,19 +427,14 @@ func (p *linesProc) kill9(t *testing.T) {
 // is what was printed since the last save, and nothing is lost. Killed
 // after a save, the next run prints none of it again.
 func TestTailCWLogsKillInsideBatch(t *testing.T) {
-	t.Parallel()
-	e := emulator.Require(t)
-	c := e.Client(t)
-	stream := emulator.StreamName(t)
-	e.CreateStream(t, c, stream, 1)
+	e, c, stream, env := oneShardStream(t)
 	putOneByOne(t, e, c, stream,
 		emulator.Rec{PartitionKey: "sub", Data: cwBatchData(t, "e0", "e1", "e2")},
 		emulator.Rec{PartitionKey: "agg", Data: kpl.Aggregate([]kpl.Record{{PartitionKey: "a", Data: cwBatchData(t, "a0", "a1", "a2", "a3")}, {PartitionKey: "b", Data: cwBatchData(t, "b0", "b1")}})},
 		emulator.Rec{PartitionKey: "sub", Data: cwBatchData(t, "c0", "c1")})
-	env := append(e.Env(), "XDG_STATE_HOME="+t.TempDir())
 	cp := filepath.Join(t.TempDir(), "cp.json")
 	tailArgs := func(extra ...string) []string {
-		return append([]string{"tail", stream, "--checkpoint", cp, "--cwlogs", "-o", "raw", "--poll-interval", "200ms"}, extra...)
+		return append([]string{"tail", stream, "--checkpoint", cp, "--cwlogs", "--poll-interval", "200ms"}, extra...)
 	}
 	position := func() tail.Position {
 		t.Helper()
@@ -511,7 +445,7 @@ func TestTailCWLogsKillInsideBatch(t *testing.T) {
 		return pos["shardId-000000000000"]
 	}
 
-	res := runBinary(t, env, "", tailArgs("--max-records", "5", "--idle-exit", "1s")...)
+	res := runBinary(t, env, "", tailArgs("-o", "raw", "--max-records", "5", "--idle-exit", "1s")...)
 	if got := lines(res.stdout); res.code != 0 || !slices.Equal(got, []string{"e0", "e1", "e2", "a0", "a1"}) {
 		t.Fatalf("the --max-records run: exit %d, printed %q", res.code, got)
 	}
@@ -522,17 +456,17 @@ func TestTailCWLogsKillInsideBatch(t *testing.T) {
 	before, _ := os.ReadFile(cp)
 
 	rest := []string{"a2", "a3", "b0", "b1", "c0", "c1"}
-	p := startLines(t, env, tailArgs("--checkpoint-interval", "1h")...)
+	p := startTail(t, env, tailArgs("-o", "json", "--checkpoint-interval", "1h")[1:]...)
 	waitFor(t, 30*time.Second, "the rest of the records", func() bool { return len(p.output()) >= len(rest) })
-	p.kill9(t)
-	if got := p.output(); !slices.Equal(got, rest) {
+	kill9(t, p)
+	if got := messagesOf(p.output()); !slices.Equal(got, rest) {
 		t.Fatalf("the run killed -9 printed %q, want %q", got, rest)
 	}
 	if after, _ := os.ReadFile(cp); !bytes.Equal(after, before) {
 		t.Fatalf("the checkpoint changed without a save:\n%s\n%s", before, after)
 	}
 
-	res = runBinary(t, env, "", tailArgs("--idle-exit", "1s")...)
+	res = runBinary(t, env, "", tailArgs("-o", "raw", "--idle-exit", "1s")...)
 	if got := lines(res.stdout); res.code != 0 || !slices.Equal(got, rest) {
 		t.Fatalf("after kill -9: exit %d, printed %q; want the unsaved rest %q again, from a2", res.code, got, rest)
 	}
@@ -540,16 +474,16 @@ func TestTailCWLogsKillInsideBatch(t *testing.T) {
 	// Killed after its save: nothing is printed again.
 	atC := position()
 	putOneByOne(t, e, c, stream, emulator.Rec{PartitionKey: "sub", Data: cwBatchData(t, "d0", "d1", "d2")})
-	p = startLines(t, env, tailArgs("--checkpoint-interval", "100ms")...)
+	p = startTail(t, env, tailArgs("-o", "json", "--checkpoint-interval", "100ms")[1:]...)
 	waitFor(t, 30*time.Second, "the new batch and its save", func() bool {
 		pos := position()
 		return len(p.output()) >= 3 && pos != atC && !pos.InBatch && !pos.Aggregated
 	})
-	p.kill9(t)
-	if got := p.output(); !slices.Equal(got, []string{"d0", "d1", "d2"}) {
+	kill9(t, p)
+	if got := messagesOf(p.output()); !slices.Equal(got, []string{"d0", "d1", "d2"}) {
 		t.Fatalf("the second run killed -9 printed %q", got)
 	}
-	res = runBinary(t, env, "", tailArgs("--idle-exit", "1s")...)
+	res = runBinary(t, env, "", tailArgs("-o", "raw", "--idle-exit", "1s")...)
 	if res.code != 0 || res.stdout != "" {
 		t.Fatalf("after a kill -9 that followed its save: exit %d, printed %q", res.code, res.stdout)
 	}

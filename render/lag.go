@@ -107,6 +107,9 @@ func lagPosition(s consumer.ShardLag, short bool) string {
 	if s.SubSequenceNumber != nil && p != "" {
 		p += fmt.Sprintf("/%d", *s.SubSequenceNumber)
 	}
+	if s.LogEventIndex != nil && p != "" {
+		p += fmt.Sprintf("#%d", *s.LogEventIndex)
+	}
 	return p
 }
 

@@ -426,3 +426,42 @@ func TestCheckpointFileFilters(t *testing.T) {
 		t.Errorf("a file of the stream before it was re-created: %v", err)
 	}
 }
+
+// A position inside a CloudWatch Logs batch (tail --cwlogs), in a
+// checkpoint file or a lease table: the rest of the batch is unread, so the
+// call starts at the record, and the report says which event it stopped at.
+func TestInBatchPositions(t *testing.T) {
+	g := testGraph(t)
+	fromFile := FromCheckpoint(g, map[string]tail.Position{
+		id(0): {ShardEnd: true},
+		id(1): {SequenceNumber: "12", InBatch: true, LogEventIndex: 3},
+		id(2): {SequenceNumber: "13", Aggregated: true, SubSequence: 1, InBatch: true, LogEventIndex: 0},
+	})
+	d := leases.Diagnose(g, []leases.Lease{
+		{ShardID: id(0), Checkpoint: leases.ShardEnd},
+		{ShardID: id(1), Checkpoint: "12", HasLogEvent: true, LogEvent: 3},
+		{ShardID: id(2), Checkpoint: "13", SubSequence: 1, HasLogEvent: true},
+	}, leases.StreamID{Name: "orders"})
+	for name, got := range map[string][]ShardLag{"checkpoint": fromFile, "lease table": FromLeases(g, d)} {
+		want := map[string]struct {
+			sub, event int64
+			from       *from
+		}{id(1): {-1, 3, at("12")}, id(2): {1, 0, at("13")}}
+		for _, s := range got {
+			w, ok := want[s.ShardID]
+			if !ok {
+				continue
+			}
+			sub, event := int64(-1), int64(-1)
+			if s.SubSequenceNumber != nil {
+				sub = *s.SubSequenceNumber
+			}
+			if s.LogEventIndex != nil {
+				event = *s.LogEventIndex
+			}
+			if sub != w.sub || event != w.event || !reflect.DeepEqual(s.from, w.from) {
+				t.Errorf("%s: %s: sub %d, event %d, from %+v; want %d, %d, %+v", name, s.ShardID, sub, event, s.from, w.sub, w.event, w.from)
+			}
+		}
+	}
+}

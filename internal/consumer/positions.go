@@ -72,6 +72,9 @@ type ShardLag struct {
 	Position string `json:"position"`
 	// SubSequenceNumber: the position is inside a KPL aggregate.
 	SubSequenceNumber *int64 `json:"subSequenceNumber,omitempty"`
+	// LogEventIndex: the position is inside a CloudWatch Logs batch (tail
+	// --cwlogs), after this log event of it.
+	LogEventIndex *int64 `json:"logEventIndex,omitempty"`
 	// MillisBehindLatest is how far the position is behind the shard's
 	// tip; null when it was not measured (finished, trimmed, failed).
 	MillisBehindLatest *int64   `json:"millisBehindLatest"`
@@ -176,6 +179,12 @@ func FromCheckpoint(g *lineage.Graph, pos map[string]tail.Position) []ShardLag {
 			if p.Aggregated {
 				sub := p.SubSequence
 				sl.SubSequenceNumber = &sub
+				sl.from.kind = types.ShardIteratorTypeAtSequenceNumber
+			}
+			if p.InBatch {
+				// The rest of the batch the record holds is unread.
+				ev := p.LogEventIndex
+				sl.LogEventIndex = &ev
 				sl.from.kind = types.ShardIteratorTypeAtSequenceNumber
 			}
 		default:
@@ -311,6 +320,11 @@ func FromLeases(g *lineage.Graph, d *leases.Diagnosis) []ShardLag {
 			if l.SubSequence > 0 {
 				sub := l.SubSequence
 				sl.SubSequenceNumber = &sub
+				sl.from.kind = types.ShardIteratorTypeAtSequenceNumber
+			}
+			if l.HasLogEvent {
+				ev := l.LogEvent
+				sl.LogEventIndex = &ev
 				sl.from.kind = types.ShardIteratorTypeAtSequenceNumber
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/jq"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/render"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
@@ -96,11 +97,11 @@ func (o *TailOptions) selectSuffix() string {
 
 // tailSummary is the line on stderr at the end of a run.
 func (o *TailOptions) tailSummary(res tail.Result, skipped int64, path string) string {
-	noun := "records"
+	noun := "record"
 	if o.CWLogs {
-		noun = "log events"
+		noun = "log event"
 	}
-	msg := fmt.Sprintf("read %d %s from %d shards", res.Records+res.Dropped, noun, res.Readers)
+	msg := "read " + text.Plural(int(res.Records+res.Dropped), noun) + " from " + text.Plural(res.Readers, "shard")
 	if o.filter != nil || o.jq != nil {
 		var flags []string
 		for _, f := range []struct {

@@ -333,7 +333,7 @@ func TestTailCWLogs(t *testing.T) {
 		if n := strings.Count(res.stderr, "skipped a CloudWatch Logs CONTROL_MESSAGE"); n != 1 || !strings.Contains(res.stderr, "1 on this shard so far") {
 			t.Fatalf("--debug says %d times that it skipped a CONTROL_MESSAGE:\n%s", n, res.stderr)
 		}
-		if !strings.Contains(res.stderr, "read 9 log events from 1 shards") {
+		if !strings.Contains(res.stderr, "read 9 log events from 1 shard") {
 			t.Fatalf("no summary in:\n%s", res.stderr)
 		}
 	})

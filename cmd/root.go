@@ -215,6 +215,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newSplitCmd(f, nil),
 		newMergeCmd(f, nil),
 		newScaleCmd(f, nil),
+		newHotCmd(f, nil),
+		newLagCmd(f, nil),
 		newDashboardCmd(f, nil),
 		newConsumersCmd(f, nil),
 	)

@@ -36,6 +36,7 @@ type Tailer struct {
 	positions    map[string]Position
 	dirty        bool
 	delivered    int64
+	dropped      int64 // read and dropped by Options.Select
 	lastActivity time.Time
 	full         bool // MaxRecords reached
 
@@ -155,7 +156,7 @@ func (t *Tailer) Run(ctx context.Context) (res Result, err error) {
 		t.lease.release(context.WithoutCancel(ctx))
 	}
 	t.mu.Lock()
-	res = Result{Records: t.delivered, Readers: t.started, Reason: reason}
+	res = Result{Records: t.delivered, Dropped: t.dropped, Readers: t.started, Reason: reason}
 	t.mu.Unlock()
 	return res, runErr
 }

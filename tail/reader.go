@@ -117,6 +117,16 @@ type reader struct {
 	// recordStart: a leased shard read from its tip; its start is written
 	// to the table before the first read (see Position.From).
 	recordStart bool
+	// calling: when the GetRecords in flight was sent (Unix nanoseconds;
+	// 0 = none), for --idle-exit.
+	calling atomic.Int64
+}
+
+// unanswered reports whether a GetRecords has been in flight for d: its
+// answer may hold records, so the reader is not known to be at its tip.
+func (r *reader) unanswered(now time.Time, d time.Duration) bool {
+	c := r.calling.Load()
+	return c != 0 && now.Sub(time.Unix(0, c)) >= d
 }
 
 // expired reports whether the reader's lease may have expired for others.
@@ -167,7 +177,9 @@ func (r *reader) run(ctx context.Context) error {
 		}
 		attempt := r.t.now()
 		r.next = attempt.Add(r.t.opts.minInterval)
+		r.calling.Store(attempt.UnixNano())
 		out, err := r.getRecords(tctx, it)
+		r.calling.Store(0)
 		r.t.calls.release()
 		if err != nil {
 			ticket.drop()

@@ -94,7 +94,7 @@ func TestBadInput(t *testing.T) {
 	empty := cp("empty.json", "")
 	foreign := cp("foreign.json", doc(strings.TrimSuffix(arn, stream)+"another-stream", created, 1, "kinesis-shards/checkpoint"))
 	recreated := cp("recreated.json", doc(arn, "2020-01-01T00:00:00Z", 1, "kinesis-shards/checkpoint"))
-	newer := cp("newer.json", doc(arn, created, 3, "kinesis-shards/checkpoint"))
+	newer := cp("newer.json", doc(arn, created, 4, "kinesis-shards/checkpoint"))
 	otherKind := cp("other-kind.json", doc(arn, created, 1, "something-else"))
 	badSeq := cp("bad-seq.json", strings.Replace(doc(arn, created, 1, "kinesis-shards/checkpoint"), `"shards":{}`, `"shards":{"shardId-000000000000":{"sequenceNumber":"12ab"}}`, 1))
 	cpDir := filepath.Join(dir, "a-directory.json")
@@ -239,6 +239,14 @@ func TestBadInput(t *testing.T) {
 		usage("format/tail -o yaml", tailArgs("-o", "yaml"), `unknown record format "yaml"`),
 		usage("format/tail --format xml", tailArgs("--format", "xml"), `unknown record format "xml": use json, raw or text`),
 		usage("format/tail -o and --format disagree", tailArgs("--format", "json", "-o", "raw"), "-o raw and --format json disagree"),
+
+		// jq expressions: refused before any call, naming where the mistake is.
+		usage("jq/tail --filter syntax", tailArgs("--filter", `.payload.level = = "error"`), `error: --filter: unexpected token "=" at column 18 in the jq expression '.payload.level = = "error"'`),
+		usage("jq/tail --filter on line 2", tailArgs("--filter", ".payload\n| select(.a ==)"), `error: --filter: unexpected token ")" at line 2, column 15 in the jq expression '.payload\n| select(.a ==)'`),
+		usage("jq/tail --jq unknown function", tailArgs("--jq", "foo(1)"), "error: --jq: function not defined: foo/1 in the jq expression 'foo(1)'"),
+		usage("jq/tail --jq unfinished", tailArgs("--jq", "{a: .b"), "error: --jq: unexpected end at column 7 in the jq expression '{a: .b'"),
+		usage("jq/tail --filter empty", tailArgs("--filter", ""), `error: --filter: missing query (try ".") in the jq expression ''`),
+		usage("jq/tail --jq input", tailArgs("--jq", "input"), "error: --jq: input(s)/0 is not allowed in the jq expression 'input'"),
 		usage("format/put --format yaml", []string{"put", stream, "--format", "yaml"}, `unknown --format "yaml": use lines or json`),
 		usage("combination/put --format json --key", []string{"put", stream, "--format", "json", "--key", "k"}, "--key does not go with --format json"),
 		{name: "format/put --format json, a line that is not a record", args: []string{"put", stream, "--format", "json"}, stdin: "{\"level\":\"error\"}\n", code: 1,
@@ -286,7 +294,7 @@ func TestBadInput(t *testing.T) {
 		{name: "checkpoint/empty", args: []string{"tail", stream, "--checkpoint", empty}, checkpoint: empty, code: 1, msg: "checkpoint file is not valid: " + empty},
 		{name: "checkpoint/another stream", args: []string{"tail", stream, "--checkpoint", foreign}, checkpoint: foreign, code: 1, msg: "checkpoint file belongs to another stream"},
 		{name: "checkpoint/stream re-created", args: []string{"tail", stream, "--checkpoint", recreated}, checkpoint: recreated, code: 1, msg: "a stream deleted and re-created under the same name is another stream"},
-		{name: "checkpoint/newer version", args: []string{"tail", stream, "--checkpoint", newer}, checkpoint: newer, code: 1, msg: "version 3 is newer than this kinesis-shards understands"},
+		{name: "checkpoint/newer version", args: []string{"tail", stream, "--checkpoint", newer}, checkpoint: newer, code: 1, msg: "version 4 is newer than this kinesis-shards understands"},
 		{name: "checkpoint/foreign kind", args: []string{"tail", stream, "--checkpoint", otherKind}, checkpoint: otherKind, code: 1, msg: `not a kinesis-shards checkpoint (kind "something-else")`},
 		{name: "checkpoint/bad sequence number", args: []string{"tail", stream, "--checkpoint", badSeq}, checkpoint: badSeq, code: 1, msg: `"12ab" is not a sequence number`},
 		{name: "checkpoint/a directory", args: []string{"tail", stream, "--checkpoint", cpDir}, code: 1, msg: "checkpoint file " + cpDir + " is a directory"},

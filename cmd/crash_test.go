@@ -22,9 +22,12 @@ package cmd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"math/rand/v2"
 	"os"
@@ -466,5 +469,62 @@ func TestTailSecondOnSameCheckpoint(t *testing.T) {
 	res = runBinary(t, env, "", "tail", stream, "--checkpoint", cp, "--idle-exit", "1s")
 	if res.code != 0 {
 		t.Fatalf("after kill -9 of the first: exit %d, stderr %q", res.code, res.stderr)
+	}
+}
+
+// TestTailSecondInterruptQuits: the first Ctrl-C waits for what was read to
+// be written out, which never happens when stdout has stopped reading; a
+// second one ends the process at once.
+func TestTailSecondInterruptQuits(t *testing.T) {
+	t.Parallel()
+	e := emulator.Require(t)
+	c := e.Client(t)
+	stream := emulator.StreamName(t)
+	e.CreateStream(t, c, stream, 1)
+	// More than a pipe holds (64 KiB on Linux), so the tail blocks writing.
+	payload := bytes.Repeat([]byte("x"), 4000)
+	recs := make([]emulator.Rec, 100)
+	for i := range recs {
+		recs[i] = emulator.Rec{PartitionKey: "k", Data: payload}
+	}
+	e.Put(t, c, stream, recs)
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	cmd := exec.Command(binary(t), "tail", stream, "--no-checkpoint", "--format", "raw")
+	cmd.Env = e.Env()
+	cmd.Stdout = pw
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Read a little, so the tail is surely writing, then stop reading.
+	if _, err := io.ReadFull(pr, make([]byte, 1000)); err != nil {
+		t.Fatalf("reading the tail's output: %v (stderr %q)", err, errOut.String())
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-done:
+		t.Fatalf("the tail exited on the first Ctrl-C although its stdout was blocked (%v); the test needs a blocked writer", err)
+	case <-time.After(time.Second):
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Success() {
+			t.Fatalf("after a second Ctrl-C: %v, want a failed exit", err)
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("a second Ctrl-C did not end the tail")
 	}
 }

@@ -25,6 +25,7 @@ type DashboardOptions struct {
 	PollInterval time.Duration
 	Paused       bool
 	KCLTable     string
+	LeaseTable   string
 	Leases       leases.DynamoAPI
 	// EFO: the sampling reader subscribes through a consumer of its own.
 	EFO bool
@@ -52,6 +53,13 @@ table and a live record pane:
   BEHIND      that reader's MillisBehindLatest
   CHECKPOINT  with --checkpoint FILE: the position a ` + "`tail`" + ` saved in that file
               (read without locking it, every refresh)
+  LAG         with --checkpoint FILE, --lease-table TABLE (tail workers) or
+              --kcl-table TABLE (a KCL application): how far behind the tip
+              that consumer is, as ` + "`lag`" + ` measures it (a GetShardIterator
+              and a GetRecords per shard at every refresh; none while
+              paused), or its state:
+              done, blocked (by a parent not finished), trimmed. Given a
+              checkpoint file and a table, LAG is the table's consumer's
 
 The sampling reader paces itself like ` + "`tail`" + `: about one GetRecords call per
 --poll-interval per caught-up shard, never more than five a second; p pauses
@@ -77,6 +85,7 @@ p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
 		Example: `  kinesis-shards dashboard
   kinesis-shards dashboard orders
   kinesis-shards dashboard orders --read-only --checkpoint ./orders.checkpoint
+  kinesis-shards dashboard orders --kcl-table orders-app
   kinesis-shards dashboard orders --efo`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -92,7 +101,8 @@ p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
 	fl.DurationVar(&opts.Refresh, "refresh", 5*time.Second, "how often the shards are listed again (≥ 1s)")
 	fl.DurationVar(&opts.PollInterval, "poll-interval", tail.DefaultPollInterval, "how often the sampling reader polls a caught-up shard (≥ 200ms)")
 	fl.BoolVar(&opts.Paused, "paused", false, "start with the sampling reader paused: no GetRecords call until p is pressed")
-	fl.StringVar(&opts.KCLTable, "kcl-table", "", "overlay a KCL application's DynamoDB lease `TABLE` on the tree (owners, checkpoints, blocked children)")
+	fl.StringVar(&opts.KCLTable, "kcl-table", "", "overlay a KCL application's DynamoDB lease `TABLE` on the tree (owners, checkpoints, blocked children) and show its lag")
+	fl.StringVar(&opts.LeaseTable, "lease-table", "", "overlay the DynamoDB lease `TABLE` of tail --lease-table workers on the tree and show their lag")
 	fl.BoolVar(&opts.EFO, "efo", false, "sample through an enhanced fan-out consumer of the dashboard's own, deregistered on quit (billed per consumer-shard hour and GB)")
 	return c
 }
@@ -123,16 +133,21 @@ func (o *DashboardOptions) validate() error {
 	case o.EFO && o.given["poll-interval"]:
 		return usageErrorf("--poll-interval does not go with --efo: subscribed shards are not polled, their records are pushed as they come")
 	}
-	if o.given["kcl-table"] {
-		if err := checkTableName("--kcl-table", o.KCLTable); err != nil {
-			return err
+	if o.given["kcl-table"] && o.given["lease-table"] {
+		return usageErrorf("--kcl-table and --lease-table do not go together: the tree shows one lease table")
+	}
+	for flag, table := range map[string]string{"kcl-table": o.KCLTable, "lease-table": o.LeaseTable} {
+		if o.given[flag] {
+			if err := checkTableName("--"+flag, table); err != nil {
+				return err
+			}
 		}
 	}
 	return o.validateBase()
 }
 
 func (o *DashboardOptions) run(ctx context.Context, f *Factory) error {
-	client, err := f.KinesisWithLeases(ctx, o.Ref, o.KCLTable, &o.Leases)
+	client, err := f.KinesisWithLeases(ctx, o.Ref, o.KCLTable+o.LeaseTable, &o.Leases)
 	if err != nil {
 		return err
 	}
@@ -147,7 +162,14 @@ func runDashboard(ctx context.Context, f *Factory, api dashboardAPI, ref kstream
 			return err
 		}
 	}
-	backend := &dashboardBackend{api: api, leases: o.Leases, table: o.KCLTable}
+	describe := func(err error) string { return text.OneLine(wordError(err, f.errCtx)) }
+	// LAG follows the lease table when there is one: the checkpoint file
+	// has its own column.
+	lag := lagSource("", o.LeaseTable, o.KCLTable, o.Leases)
+	if lag == nil && o.Checkpoint != "" {
+		lag = lagSource(o.Checkpoint, "", "", nil)
+	}
+	backend := &dashboardBackend{api: api, leases: o.Leases, table: o.KCLTable + o.LeaseTable, lag: lag, describe: describe}
 	if o.EFO {
 		eapi, ok := api.(dashboardEFOAPI)
 		if !ok {
@@ -163,8 +185,9 @@ func runDashboard(ctx context.Context, f *Factory, api dashboardAPI, ref kstream
 		ReadOnly:        o.ReadOnly,
 		Theme:           render.NewTheme(f.IO.ColorOut()),
 		Checkpoint:      o.Checkpoint,
-		LeaseOverlay:    o.KCLTable != "",
-		DescribeError:   func(err error) string { return text.OneLine(wordError(err, f.errCtx)) },
+		LeaseOverlay:    o.KCLTable+o.LeaseTable != "",
+		Lag:             lag != nil,
+		DescribeError:   describe,
 		Now:             f.Now,
 		RefreshInterval: o.Refresh,
 		PollInterval:    o.PollInterval,

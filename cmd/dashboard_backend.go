@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/consumer"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -35,9 +36,14 @@ var (
 // reads), so the dashboard says what they say.
 type dashboardBackend struct {
 	api dashboardAPI
-	// leases and table: the --kcl-table overlay (nil and "" without it).
+	// leases and table: the --kcl-table or --lease-table overlay (nil and
+	// "" without it).
 	leases leases.DynamoAPI
 	table  string
+	// lag is the LAG column's source (nil without one).
+	lag consumer.Source
+	// describe words a shard's failure as the commands do.
+	describe func(error) string
 	// efo: with --efo, the sampling reader subscribes (dashboard_efo.go).
 	efo *dashboardEFO
 }
@@ -93,9 +99,14 @@ func (b *dashboardBackend) ReadCheckpoint(path string) (tail.StreamIdentity, map
 
 // Leases reads the --kcl-table overlay as `tree --kcl-table` does.
 func (b *dashboardBackend) Leases(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
-	d, _, err := diagnoseLeases(ctx, b.leases, b.table, g, sum)
+	d, _, err := consumer.DiagnoseLeases(ctx, b.leases, b.table, g, sum)
 	if err != nil {
 		return nil, err
 	}
 	return leaseMarks(d), nil
+}
+
+// Lag reads the consumer's positions and measures them as `lag` does.
+func (b *dashboardBackend) Lag(ctx context.Context, ref kstream.Ref, g *lineage.Graph, sum *kstream.Summary, measure bool) (*consumer.Report, error) {
+	return consumer.Lag(ctx, b.api, ref, g, sum, b.lag, consumer.Options{Measure: measure, DescribeError: b.describe})
 }

@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"context"
+	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,6 +92,41 @@ func TestDashboardBackend(t *testing.T) {
 	s, err := b.Sample(ctx, ref, g.Open()[:1], reshard.SampleOptions{})
 	if err != nil || s.Records != len(api.ShardRecords("orders", g.Open()[0].ID)) || s.Records == 0 {
 		t.Fatalf("Sample: %+v, %v", s, err)
+	}
+
+	// Lag: a tail checkpoint's positions, measured as `lag` measures them.
+	shard0 := g.Open()[0].ID
+	recs := api.ShardRecords("orders", shard0)
+	cp := filepath.Join(t.TempDir(), "orders.checkpoint")
+	store, err := tail.OpenFile(cp, tail.StreamIdentity{Name: "orders", ARN: sum.ARN, Created: sum.Created}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Save(ctx, map[string]tail.Position{shard0: {SequenceNumber: recs[0].Seq}, "shardId-000000000001": {ShardEnd: true}}); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	b.lag = lagSource(cp, "", "", nil)
+	for _, measure := range []bool{true, false} {
+		r, err := b.Lag(ctx, ref, g, sum, measure)
+		if err != nil {
+			t.Fatalf("Lag: %v", err)
+		}
+		got := map[string]string{}
+		for _, sl := range r.Shards {
+			got[sl.ShardID] = string(sl.State)
+			if sl.MillisBehindLatest != nil {
+				got[sl.ShardID] += " " + strconv.FormatInt(*sl.MillisBehindLatest, 10)
+			}
+		}
+		// The fake answers 1000 while records follow the one returned.
+		want := map[string]string{shard0: "reading 1000", "shardId-000000000001": "finished", "shardId-000000000002": "not-started 1000", "shardId-000000000003": "not-started 1000"}
+		if !measure {
+			want = map[string]string{shard0: "reading", "shardId-000000000001": "finished", "shardId-000000000002": "not-started", "shardId-000000000003": "not-started"}
+		}
+		if len(recs) < 3 || !maps.Equal(got, want) {
+			t.Fatalf("Lag (measure %v) with %d records on %s: %v, want %v", measure, len(recs), shard0, got, want)
+		}
 	}
 
 	// Reshard: the executor's run, its events passed on.

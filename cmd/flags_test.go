@@ -47,6 +47,8 @@ func flagRoot(f *Factory, got *any) *cobra.Command {
 		newSplitCmd(f, record[*SplitOptions](got)),
 		newMergeCmd(f, record[*MergeOptions](got)),
 		newScaleCmd(f, record[*ScaleOptions](got)),
+		newHotCmd(f, record[*HotOptions](got)),
+		newLagCmd(f, record[*LagOptions](got)),
 		newDashboardCmd(f, record[*DashboardOptions](got)),
 		newConsumersCmd(f, record[*ConsumersOptions](got)),
 	)
@@ -259,8 +261,36 @@ func TestFlagUsageErrors(t *testing.T) {
 		{args: yes("scale", "orders", "--to", "4", "--even"), msg: "--even goes with --method splits"},
 		{args: []string{"scale", "orders", "--to", "4"}, msg: "stdin is not a terminal: pass --yes"},
 
+		// hot.
+		{args: []string{"hot"}, msg: "kinesis-shards hot takes STREAM (got 0 argument(s))"},
+		{args: []string{"hot", "orders", "-o", "yaml"}, msg: `unknown output format "yaml": use one of table, json`},
+		{args: []string{"hot", "orders", "--window", "0"}, msg: "--window must be positive"},
+		{args: []string{"hot", "orders", "--window", "-1m"}, msg: "--window must be positive"},
+		{args: []string{"hot", "orders", "--window", "5m", "--from-timestamp", "10m"}, msg: "--window and --from-timestamp do not go together"},
+		{args: []string{"hot", "orders", "--from-timestamp", "nope"}, msg: `--from-timestamp: "nope" is not a timestamp`},
+		{args: []string{"hot", "orders", "--until", "2099-01-01T00:00:00Z"}, msg: "--until: timestamp 2099-01-01T00:00:00Z is in the future"},
+		{args: []string{"hot", "orders", "--from-timestamp", "5m", "--until", "10m"}, msg: "the window is empty: --from-timestamp 2026-11-30T09:55:00Z is not before --until 2026-11-30T09:50:00Z"},
+		{args: []string{"hot", "orders", "--top", "0"}, msg: "--top must be from 1 to 1000, not 0"},
+		{args: []string{"hot", "orders", "--max-records", "0"}, msg: "--max-records must be from 1 to 1000000, not 0"},
+		{args: []string{"hot", "orders", "--max-records", "1000001"}, msg: "--max-records must be from 1 to 1000000, not 1000001"},
+		{args: []string{"hot", "orders", "--threshold", "101"}, msg: "--threshold must be a percentage from 0 to 100, not 101"},
+		{args: []string{"hot", "orders", "--threshold", "-1"}, msg: "--threshold must be a percentage from 0 to 100, not -1"},
+		{args: []string{"hot", "orders", "--threshold", "NaN"}, msg: "--threshold must be a percentage from 0 to 100, not NaN"},
+
+		// lag.
+		{args: []string{"lag", "orders"}, msg: "say where the consumer keeps its positions: --checkpoint FILE (tail), --lease-table TABLE"},
+		{args: []string{"lag", "orders", "--checkpoint", "cp.json", "--kcl-table", "orders-app"}, msg: "--checkpoint, --lease-table and --kcl-table do not go together"},
+		{args: []string{"lag", "orders", "--lease-table", "orders-tail", "--kcl-table", "orders-app"}, msg: "do not go together"},
+		{args: []string{"lag", "orders", "--checkpoint", ""}, msg: "--checkpoint needs a file name"},
+		{args: []string{"lag", "orders", "--lease-table", "x"}, msg: `--lease-table "x" is not a DynamoDB table name`},
+		{args: []string{"lag", "orders", "--kcl-table", "bad name!"}, msg: `--kcl-table "bad name!" is not a DynamoDB table name`},
+		{args: []string{"lag", "orders", "--checkpoint", "cp.json", "-o", "dot"}, msg: `unknown output format "dot": use one of table, json`},
+		{args: []string{"lag", flagARN, "--region", "us-east-1", "--checkpoint", "cp.json"}, msg: "--region us-east-1 disagrees with the stream ARN's region eu-west-1"},
+
 		// dashboard.
 		{args: []string{"dashboard", "orders"}, msg: "dashboard needs a terminal (stdin and stdout)"},
+		{args: []string{"dashboard", "orders", "--kcl-table", "orders-app", "--lease-table", "orders-tail"}, tty: true, msg: "--kcl-table and --lease-table do not go together"},
+		{args: []string{"dashboard", "orders", "--lease-table", "x"}, tty: true, msg: `--lease-table "x" is not a DynamoDB table name`},
 		{args: []string{"dashboard", "orders", "--refresh", "500ms"}, tty: true, msg: "--refresh must be at least 1s"},
 		{args: []string{"dashboard", "orders", "--poll-interval", "1ms"}, tty: true, msg: "--poll-interval must be at least 200ms"},
 		{args: []string{"dashboard", "orders", "--kcl-table", "ab"}, tty: true, msg: `--kcl-table "ab" is not a DynamoDB table name`},
@@ -450,6 +480,52 @@ func TestFlagOptions(t *testing.T) {
 				t.Errorf("%+v", s)
 			}
 		}},
+		{[]string{"hot", "orders"}, false, func(t *testing.T, o any) {
+			h := as[*HotOptions](t, o)
+			if h.Output != "table" || h.Ref.Name != "orders" || h.Window != time.Minute || !h.From.Equal(flagNow.Add(-time.Minute)) || !h.Until.Equal(flagNow) ||
+				h.Top != 5 || h.MaxRecords != 100000 || h.Threshold != 50 {
+				t.Errorf("%+v", h)
+			}
+		}},
+		{[]string{"hot", flagARN, "--window", "5m", "--until", "2026-11-30T09:00:00Z", "--top", "10", "-o", "json"}, false, func(t *testing.T, o any) {
+			h := as[*HotOptions](t, o)
+			until := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+			if h.Output != "json" || h.Ref.ARN != flagARN || !h.Until.Equal(until) || !h.From.Equal(until.Add(-5*time.Minute)) || h.Top != 10 {
+				t.Errorf("%+v", h)
+			}
+		}},
+		{[]string{"hot", "orders", "--from-timestamp", "2h", "--until", "1h", "--max-records", "500", "--threshold", "12.5"}, false, func(t *testing.T, o any) {
+			h := as[*HotOptions](t, o)
+			if !h.From.Equal(twoHoursAgo) || !h.Until.Equal(flagNow.Add(-time.Hour)) || h.MaxRecords != 500 || h.Threshold != 12.5 {
+				t.Errorf("%+v", h)
+			}
+		}},
+		{[]string{"hot", "orders", "--from-timestamp", "1764496800"}, false, func(t *testing.T, o any) {
+			if h := as[*HotOptions](t, o); !h.From.Equal(time.Unix(1764496800, 0)) || !h.Until.Equal(flagNow) {
+				t.Errorf("%+v", h)
+			}
+		}},
+		{[]string{"lag", "orders", "--checkpoint", "cp.json"}, false, func(t *testing.T, o any) {
+			l := as[*LagOptions](t, o)
+			if l.Output != "table" || l.Checkpoint != "cp.json" || l.LeaseTable != "" || l.KCLTable != "" || l.Ref.Name != "orders" {
+				t.Errorf("%+v", l)
+			}
+		}},
+		{[]string{"lag", flagARN, "--kcl-table", "orders-app", "-o", "json"}, false, func(t *testing.T, o any) {
+			if l := as[*LagOptions](t, o); l.Output != "json" || l.KCLTable != "orders-app" || l.Ref.Region != "eu-west-1" || l.table() != "orders-app" {
+				t.Errorf("%+v", l)
+			}
+		}},
+		{[]string{"lag", "orders", "--lease-table", "orders-tail"}, false, func(t *testing.T, o any) {
+			if l := as[*LagOptions](t, o); l.LeaseTable != "orders-tail" || l.table() != "orders-tail" {
+				t.Errorf("%+v", l)
+			}
+		}},
+		{[]string{"dashboard", "orders", "--lease-table", "orders-tail", "--checkpoint", "o.json"}, true, func(t *testing.T, o any) {
+			if d := as[*DashboardOptions](t, o); d.LeaseTable != "orders-tail" || d.KCLTable != "" || d.Checkpoint != "o.json" {
+				t.Errorf("%+v", d)
+			}
+		}},
 		{[]string{"dashboard"}, true, func(t *testing.T, o any) {
 			d := as[*DashboardOptions](t, o)
 			if d.Stream != "" || d.Ref.Name != "" || d.Refresh != 5*time.Second || d.PollInterval != tail.DefaultPollInterval || d.ReadOnly || d.Paused {
@@ -487,6 +563,7 @@ func TestEnumFlagsDeclaredOnce(t *testing.T) {
 		"streams": {"streams"}, "create": {"create", "orders", "--shards", "1"},
 		"tree": {"tree", "orders"}, "tail": {"tail", "orders"}, "put": {"put", "orders"},
 		"split": {"split", "orders", "1", "--yes"}, "merge": {"merge", "orders", "0", "1", "--yes"}, "scale": {"scale", "orders", "--to", "2", "--yes"},
+		"hot": {"hot", "orders"}, "lag": {"lag", "orders", "--kcl-table", "orders-app"},
 	}
 	ios, _, _, _ := TestIO()
 	root := NewRootCmd(NewFactory(ios))

@@ -6,10 +6,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/kpl"
@@ -32,14 +35,7 @@ type replayedLine struct {
 // the order they were written to A, and each explicit hash key's record
 // on the shard of B whose range holds it.
 func TestPutReplaysAReshardedStream(t *testing.T) {
-	e := emulator.Require(t)
-	if !e.Caps.Reshard {
-		t.Skipf("%s cannot reshard", e.Backend)
-	}
-	c := e.Client(t)
-	a, b := emulator.StreamName(t)+"-a", emulator.StreamName(t)+"-b"
-	e.CreateStream(t, c, a, 2)
-	e.CreateStream(t, c, b, 3)
+	e, c, a, b := replayStreams(t, 3)
 
 	w := &keyedWriter{t: t, e: e, c: c, stream: a, keys: 8, written: map[string][]string{}}
 	// KPL user records of three keys, one aggregate per round (so each key's
@@ -87,28 +83,7 @@ func TestPutReplaysAReshardedStream(t *testing.T) {
 		t.Fatalf("summary does not say %q:\n%s", want, out)
 	}
 
-	res := runBinary(t, env, "", "tail", b, "-o", "json", "--idle-exit", "3s", "--no-checkpoint")
-	if res.code != 0 {
-		t.Fatalf("tail %s: exit %d\n%s", b, res.code, res.stderr)
-	}
-	got := map[string][]string{}
-	shardOf := map[string][]string{}
-	sc := bufio.NewScanner(strings.NewReader(res.stdout))
-	for sc.Scan() {
-		var l replayedLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("%v: %s", err, sc.Text())
-		}
-		if l.ExplicitHashKey != "" {
-			t.Fatalf("a plain record of B shows an explicit hash key: %s", sc.Text())
-		}
-		data := l.Data
-		if l.DataEncoding == "base64" {
-			data = decodeB64(t, data)
-		}
-		got[l.PartitionKey] = append(got[l.PartitionKey], data)
-		shardOf[l.PartitionKey] = append(shardOf[l.PartitionKey], l.ShardID)
-	}
+	got, shardOf := replayedKeys(t, env, b)
 	if len(got) != len(w.written) {
 		t.Fatalf("B holds %d keys, A was written %d", len(got), len(w.written))
 	}
@@ -133,6 +108,93 @@ func TestPutReplaysAReshardedStream(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The incident replay: with --filter, only the records it keeps are
+// written (here the errors, in KPL user records and plain records), each
+// key's in its order, and nothing of the keys it drops.
+func TestPutReplaysFilteredRecords(t *testing.T) {
+	e, c, a, b := replayStreams(t, 1)
+	w := &keyedWriter{t: t, e: e, c: c, stream: a, keys: 4, written: map[string][]string{}}
+	want := map[string][]string{}
+	kept := func(n int) {
+		var users []kpl.Record
+		for _, k := range []string{"kpl-0", "kpl-1"} {
+			payload := fmt.Sprintf(`{"level":"error","key":%q,"n":%d}`, k, n)
+			want[k] = append(want[k], payload)
+			users = append(users, kpl.Record{PartitionKey: k, Data: []byte(payload)})
+		}
+		e.Put(t, c, a, []emulator.Rec{{PartitionKey: "aggregate", Data: kpl.Aggregate(users)}})
+		payload := fmt.Sprintf(`{"level":"error","key":"err","n":%d}`, n)
+		want["err"] = append(want["err"], payload)
+		e.Put(t, c, a, []emulator.Rec{{PartitionKey: "err", Data: []byte(payload)}})
+	}
+	for n := range 4 {
+		w.round(2) // "key-NN#i": not JSON, dropped
+		kept(n)
+		if n == 1 {
+			splitShard(t, e, c, a, openIDs(t, c, a)[0])
+		}
+	}
+	env := tailEnv(e, t, "")
+	pipe := exec.Command("bash", "-c", `set -o pipefail; "$BIN" tail "$A" -o json --idle-exit 3s --no-checkpoint --filter '.payload.level == "error"' | "$BIN" put "$B" --format json`)
+	pipe.Env = append(env, "BIN="+binary(t), "A="+a, "B="+b)
+	if out, err := pipe.CombinedOutput(); err != nil || !strings.Contains(string(out), "put 12 records") {
+		t.Fatalf("tail --filter | put: %v\n%s", err, out)
+	}
+	got, _ := replayedKeys(t, env, b)
+	if len(got) != len(want) {
+		t.Fatalf("B holds the keys %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	for k, recs := range want {
+		if !slices.Equal(got[k], recs) {
+			t.Errorf("key %s on B: %q\nwant %q", k, got[k], recs)
+		}
+	}
+}
+
+// replayStreams makes the streams of a replay: A with two shards, to be
+// resharded while it is written (skipped on a backend that cannot), and B
+// with the given number.
+func replayStreams(t *testing.T, shardsB int) (*emulator.Emulator, *kinesis.Client, string, string) {
+	t.Helper()
+	e := emulator.Require(t)
+	if !e.Caps.Reshard {
+		t.Skipf("%s cannot reshard", e.Backend)
+	}
+	c := e.Client(t)
+	a, b := emulator.StreamName(t)+"-a", emulator.StreamName(t)+"-b"
+	e.CreateStream(t, c, a, 2)
+	e.CreateStream(t, c, b, shardsB)
+	return e, c, a, b
+}
+
+// replayedKeys reads a stream back: each key's payloads in order, and the
+// shards they are on.
+func replayedKeys(t *testing.T, env []string, stream string) (got, shardOf map[string][]string) {
+	t.Helper()
+	res := runBinary(t, env, "", "tail", stream, "-o", "json", "--idle-exit", "3s", "--no-checkpoint")
+	if res.code != 0 {
+		t.Fatalf("tail %s: exit %d\n%s", stream, res.code, res.stderr)
+	}
+	got, shardOf = map[string][]string{}, map[string][]string{}
+	sc := bufio.NewScanner(strings.NewReader(res.stdout))
+	for sc.Scan() {
+		var l replayedLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("%v: %s", err, sc.Text())
+		}
+		if l.ExplicitHashKey != "" {
+			t.Fatalf("a plain record of %s shows an explicit hash key: %s", stream, sc.Text())
+		}
+		data := l.Data
+		if l.DataEncoding == "base64" {
+			data = decodeB64(t, data)
+		}
+		got[l.PartitionKey] = append(got[l.PartitionKey], data)
+		shardOf[l.PartitionKey] = append(shardOf[l.PartitionKey], l.ShardID)
+	}
+	return got, shardOf
 }
 
 func streamGraph(t *testing.T, c lineage.ShardLister, stream string) *lineage.Graph {

@@ -205,11 +205,7 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 // shard quota when it may open shards) and samples traffic if asked: the
 // plan, or why there is none.
 func planReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, goal reshard.Goal, opts *ReshardOptions) (*reshard.Plan, error) {
-	sum, err := kstream.Describe(ctx, api, ref)
-	if err != nil {
-		return nil, err
-	}
-	g, err := lineage.Load(ctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
+	sum, g, err := describeAndList(ctx, api, ref)
 	if err != nil {
 		return nil, err
 	}

@@ -215,6 +215,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newSplitCmd(f, nil),
 		newMergeCmd(f, nil),
 		newScaleCmd(f, nil),
+		newHotCmd(f, nil),
+		newLagCmd(f, nil),
 		newDashboardCmd(f, nil),
 		newConsumersCmd(f, nil),
 	)
@@ -270,6 +272,13 @@ reshards, and splits, merges and rescales shards after a preview.`,
 func Execute() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first Ctrl-C stops the command cleanly (tail writes out what it
+	// read and saves its checkpoint); a second one, for a stop that takes
+	// too long (a stdout that no longer reads), ends the process at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	// A closed stdout (`| head`) becomes an EPIPE error we can handle
 	// (saving tail's checkpoint) instead of killing the process.
 	signal.Ignore(syscall.SIGPIPE)

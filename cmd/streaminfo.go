@@ -1,11 +1,29 @@
 package cmd
 
 import (
+	"context"
 	"strconv"
 	"time"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
+
+// describeAndList reads the stream's summary, then lists its shards.
+func describeAndList(ctx context.Context, api interface {
+	kstream.DescribeAPI
+	lineage.ShardLister
+}, ref kstream.Ref) (*kstream.Summary, *lineage.Graph, error) {
+	sum, err := kstream.Describe(ctx, api, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := lineage.Load(ctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sum, g, nil
+}
 
 // streamInfo is one stream in `streams` and `create` output; its JSON field
 // names are part of the documented interface.

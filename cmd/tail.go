@@ -41,12 +41,13 @@ var _ tailAPI = (*kinesis.Client)(nil)
 // TailOptions are the inputs of `tail`.
 type TailOptions struct {
 	base
-	Checkpoint         string
-	NoCheckpoint       bool
-	FromTip            bool
-	FromTimestamp      string
-	Format             string
-	Decompress         bool
+	Checkpoint    string
+	NoCheckpoint  bool
+	FromTip       bool
+	FromTimestamp string
+	Format        string
+	Decompress    bool
+	tailRecordFlags
 	Key                string
 	Shard              string
 	MaxRecords         int64
@@ -106,7 +107,17 @@ tail, and refused for another stream. After a crash at most the last
 Output (--format, or -o): json lines (the default when stdout is not a
 terminal), raw payloads, or text (readable, coloured; the default on a
 terminal). KPL aggregates are split into user records; --decompress unpacks
-gzip payloads (CloudWatch Logs subscriptions).
+gzip payloads. --cwlogs unpacks CloudWatch Logs subscription batches and
+prints one line per log event (CONTROL_MESSAGE batches are skipped); the
+checkpoint can stop inside a batch, and resume starts at the next event.
+
+jq: --filter EXPR prints only the records for which EXPR is true; --jq EXPR
+prints what EXPR makes of each record, one JSON value per line (a string as
+it is with --format raw). Both see the record's -o json object (with
+--cwlogs, the log event's) plus .payload, the payload parsed when it is
+JSON. A record the filter drops still counts as read: the checkpoint moves
+past it, and --max-records counts only what is printed. A record an
+expression fails on is skipped, with one warning per distinct error.
 
 Sharing: --lease-table TABLE shares the shards of the stream with every other
 tail using the same table, through leases in the Kinesis Client Library's
@@ -132,6 +143,9 @@ and per GB read. Not with --lease-table.`,
   kinesis-shards tail orders --key customer-42 --from-timestamp 15m
   kinesis-shards tail orders --idle-exit 5s --no-checkpoint | jq -r .data
   kinesis-shards tail logs --decompress --checkpoint ./logs.checkpoint
+  kinesis-shards tail orders --filter '.payload.level == "error"' --from-timestamp 15m
+  kinesis-shards tail orders --jq '{key: .partitionKey, order: .payload.orderId}'
+  kinesis-shards tail app-logs --cwlogs --filter '.message | test("ERROR")'
   kinesis-shards tail orders --efo --from-tip
   kinesis-shards tail orders --efo --consumer ops-tail --key customer-42`,
 		Args: exactArgs(1, "STREAM"),
@@ -144,6 +158,7 @@ and per GB read. Not with --lease-table.`,
 	fl.StringVar(&opts.FromTimestamp, "from-timestamp", "", "start at this arrival time (RFC 3339, Unix seconds, or a duration ago: 15m)")
 	fl.StringVar(&opts.Format, "format", "", recordFormatUsage())
 	fl.BoolVar(&opts.Decompress, "decompress", false, "unpack gzip payloads")
+	opts.tailRecordFlags.register(fl)
 	fl.StringVar(&opts.Key, "key", "", "read only the shards this partition key can be on, and print only its records")
 	fl.StringVar(&opts.Shard, "shard", "", "read only this shard and its descendants (id or number)")
 	fl.Int64Var(&opts.MaxRecords, "max-records", 0, "stop after this many records (0: no limit)")
@@ -256,6 +271,9 @@ func (o *TailOptions) validate() error {
 	case o.given["create-if-missing"] && (o.CreateIfMissing < 1 || o.CreateIfMissing > 10000):
 		return usageErrorf("--create-if-missing needs a shard count from 1 to 10000, not %d", o.CreateIfMissing)
 	}
+	if err := o.validateRecords(); err != nil {
+		return err
+	}
 	if err := o.validateEFO(); err != nil {
 		return err
 	}
@@ -324,6 +342,7 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 		MaxRecords:         o.MaxRecords,
 		IdleExit:           o.IdleExit,
 		Decompress:         o.Decompress,
+		CWLogs:             o.CWLogs,
 		Now:                f.Now,
 		Leases:             leaseWorker,
 	}
@@ -336,6 +355,8 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 	topts.Warnf = func(format string, args ...any) {
 		fmt.Fprintf(f.IO.ErrOut, "warning: "+format+"\n", args...)
 	}
+	var skipped func() int64
+	topts.Select, skipped = o.recordSelect(f)
 	var cons *efoConsumer
 	if o.EFO {
 		// Last, once everything that can refuse the run has: from here on
@@ -360,11 +381,7 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 		return err
 	}
 	if f.IO.StderrTTY || f.Global.Debug {
-		msg := fmt.Sprintf("read %d records from %d shards", res.Records, res.Readers)
-		if path != "" {
-			msg += "; checkpoint " + path
-		}
-		fmt.Fprintln(f.IO.ErrOut, msg)
+		fmt.Fprintln(f.IO.ErrOut, o.tailSummary(res, skipped(), path))
 	}
 	if res.Reason == tail.StopInterrupted {
 		saved := "checkpoint saved"
@@ -424,6 +441,7 @@ func defaultCheckpointPath(sum *kstream.Summary, o *TailOptions) (string, error)
 	case o.Shard != "":
 		name += ".shard-" + lineage.ShortID(o.Shard)
 	}
+	name += o.selectSuffix()
 	return filepath.Join(dir, "kinesis-shards", "checkpoints", account, region, name+".json"), nil
 }
 

@@ -33,6 +33,7 @@ type tailLine struct {
 	PartitionKey   string `json:"partitionKey"`
 	ArrivalTime    string `json:"arrivalTime"`
 	Data           string `json:"data"`
+	Message        string `json:"message"` // a log event's (--cwlogs)
 }
 
 // tailProc is a running `kinesis-shards tail`.

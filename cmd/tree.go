@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/spf13/cobra"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/consumer"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -202,7 +203,7 @@ func runTree(ctx context.Context, f *Factory, api treeAPI, ref kstream.Ref, opts
 // overlayLeases reads a KCL lease table and lays it over the lineage: the
 // answer to "why is my consumer stuck after a reshard?".
 func overlayLeases(ctx context.Context, f *Factory, l *render.Lineage, sum *kstream.Summary, opts *TreeOptions) error {
-	d, rows, err := diagnoseLeases(ctx, opts.Leases, opts.KCLTable, l.Graph, sum)
+	d, rows, err := consumer.DiagnoseLeases(ctx, opts.Leases, opts.KCLTable, l.Graph, sum)
 	if err != nil {
 		return err
 	}
@@ -228,22 +229,6 @@ func overlayLeases(ctx context.Context, f *Factory, l *render.Lineage, sum *kstr
 		fmt.Fprintf(f.IO.ErrOut, "lease table %s: no child is blocked by an unfinished parent\n", opts.KCLTable)
 	}
 	return nil
-}
-
-// diagnoseLeases reads a KCL lease table and diagnoses it over the graph.
-func diagnoseLeases(ctx context.Context, api leases.DynamoAPI, table string, g *lineage.Graph, sum *kstream.Summary) (*leases.Diagnosis, int, error) {
-	if err := leases.CheckTable(ctx, api, table); err != nil {
-		return nil, 0, err
-	}
-	rows, err := leases.Scan(ctx, api, table)
-	if err != nil {
-		return nil, 0, err
-	}
-	id := leases.StreamID{Name: sum.Name, Created: sum.Created}
-	if ref, err := kstream.ParseRef(sum.ARN); err == nil {
-		id.Account = ref.Account
-	}
-	return leases.Diagnose(g, rows, id), len(rows), nil
 }
 
 // leaseMarks turns a diagnosis into the renderers' overlay.

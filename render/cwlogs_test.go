@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -135,4 +136,44 @@ func sampleRecords() []tail.Record {
 	add(func(r *tail.Record) { r.ArrivalTime = at.In(time.FixedZone("x", -7*3600)) })
 	add(func(r *tail.Record) { r.Data = nil })
 	return out
+}
+
+// RecordWriter writes a delivered log event (Record.Log, no Data) as its
+// AppendLogEvent line in every format, a record with Out as Out, and the
+// others as records, in batch order; a message bigger than the output
+// buffer included.
+func TestRecordWriterLogEventsAndOut(t *testing.T) {
+	recs, evs := logEventLines(t)
+	big := evs[0]
+	big.Message = strings.Repeat("é", 300<<10)
+	batch := []tail.Record{{ShardID: "shardId-000000000001", SequenceNumber: "7", PartitionKey: "k", ArrivalTime: at, Data: []byte("plain")}}
+	for i := range recs {
+		r := recs[i]
+		r.Data, r.Log = nil, &evs[i]
+		batch = append(batch, r)
+	}
+	withBig := recs[0]
+	withBig.Data, withBig.Log = nil, &big
+	batch = append(batch, withBig)
+	batch = append(batch, tail.Record{ShardID: "shardId-000000000001", SequenceNumber: "8", Data: []byte("ignored"), Out: []byte("{\"a\":1}\n\"b\"\n")})
+	for _, format := range []RecordFormat{RecordJSON, RecordText, RecordRaw} {
+		var got bytes.Buffer
+		if err := NewRecordWriter(&got, format, NewTheme(false)).Write(batch); err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := NewRecordWriter(&want, format, NewTheme(false)).Write(batch[:1]); err != nil {
+			t.Fatal(err)
+		}
+		var b []byte
+		for i := range recs {
+			b = AppendLogEvent(b, format, NewTheme(false), time.Local, &recs[i], &evs[i])
+		}
+		b = AppendLogEvent(b, format, NewTheme(false), time.Local, &recs[0], &big)
+		want.Write(b)
+		want.WriteString("{\"a\":1}\n\"b\"\n")
+		if got.String() != want.String() {
+			t.Errorf("format %d:\n got %.400q\nwant %.400q", format, got.String(), want.String())
+		}
+	}
 }

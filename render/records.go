@@ -57,11 +57,19 @@ func NewRecordWriter(w io.Writer, format RecordFormat, theme Theme) *RecordWrite
 	return &RecordWriter{w: bufio.NewWriterSize(w, 256<<10), format: format, theme: theme}
 }
 
-// Write writes a batch and flushes it.
+// Write writes a batch and flushes it: each record's line, or its log
+// event's (--cwlogs), or its Out as it is (--jq).
 func (rw *RecordWriter) Write(batch []tail.Record) error {
 	for i := range batch {
 		r := &batch[i]
-		if rw.format == RecordRaw {
+		if r.Out != nil {
+			// --jq: the lines were made already.
+			if _, err := rw.w.Write(r.Out); err != nil {
+				return err
+			}
+			continue
+		}
+		if rw.format == RecordRaw && r.Log == nil {
 			// The payload goes from the record to the output buffer: one copy.
 			if _, err := rw.w.Write(r.Data); err != nil {
 				return err
@@ -85,9 +93,12 @@ func (rw *RecordWriter) Write(batch []tail.Record) error {
 		if aside {
 			b = rw.buf[:0]
 		}
-		if rw.format == RecordText {
+		switch {
+		case r.Log != nil:
+			b = AppendLogEvent(b, rw.format, rw.theme, time.Local, r, r.Log)
+		case rw.format == RecordText:
 			b = rw.appendText(b, r)
-		} else {
+		default:
 			b = appendRecordJSON(b, r, &rw.times)
 		}
 		if _, err := rw.w.Write(b); err != nil {
@@ -103,7 +114,11 @@ func (rw *RecordWriter) Write(batch []tail.Record) error {
 // maxLineLen bounds a record's line in any format: every payload byte can
 // take six (\u00XX), a key's too, plus the fixed fields and colours.
 func maxLineLen(r *tail.Record) int {
-	return 6*(len(r.Data)+len(r.PartitionKey)+len(r.ExplicitHashKey)) + len(r.ShardID) + len(r.SequenceNumber) + 512
+	n := len(r.Data) + len(r.PartitionKey) + len(r.ExplicitHashKey)
+	if ev := r.Log; ev != nil {
+		n = len(ev.Message) + len(ev.LogGroup) + len(ev.LogStream) + len(ev.Owner) + len(ev.ID)
+	}
+	return 6*n + len(r.ShardID) + len(r.SequenceNumber) + 512
 }
 
 // AppendRecordJSON appends the JSON line of a record (README: "tail -o

@@ -233,7 +233,7 @@ func outside(w *ShardWindow) int {
 
 // verdict diagnoses a shard from its figures.
 func verdict(w *ShardWindow, st *ShardTraffic, o HotOptions) Verdict {
-	quota := fmt.Sprintf("%s of its write quota (%s)", percentText(st.WriteQuotaShare), quotaText(st.WriteQuotaBy))
+	quota := fmt.Sprintf("%s of its write quota (%s)", PercentText(st.WriteQuotaShare), quotaText(st.WriteQuotaBy))
 	if st.WriteQuotaShare < o.HotShare || len(st.TopKeys) == 0 {
 		return Verdict{Kind: VerdictCold, Text: "cold: " + quota}
 	}
@@ -246,7 +246,7 @@ func verdict(w *ShardWindow, st *ShardTraffic, o HotOptions) Verdict {
 		return oneKey(st, top) // every record in range has one hash
 	}
 	return Verdict{Kind: VerdictManyKeys, SplitAt: &k, LowerShare: lower, UpperShare: 1 - lower,
-		Text: fmt.Sprintf("many keys: splitting at hash %s would put %s / %s of its traffic on each child", k, percentText(lower), percentText(1-lower))}
+		Text: fmt.Sprintf("many keys: splitting at hash %s would put %s / %s of its traffic on each child", k, PercentText(lower), PercentText(1-lower))}
 }
 
 func oneKey(st *ShardTraffic, top KeyShare) Verdict {
@@ -255,13 +255,13 @@ func oneKey(st *ShardTraffic, top KeyShare) Verdict {
 		v.KeyRate = st.RecordsPerSecond * top.Share
 		v.KeyQuotaShare = v.KeyRate / WriteRecordsPerSecond
 		v.Text = fmt.Sprintf("one key: %s is %s of this shard's records; splitting cannot spread one key (it writes %s records/s, %s of a shard's 1,000 records/s)",
-			quoteKey(top.PartitionKey), percentText(top.Share), strconv.FormatFloat(v.KeyRate, 'f', 0, 64), percentText(v.KeyQuotaShare))
+			quoteKey(top.PartitionKey), PercentText(top.Share), strconv.FormatFloat(v.KeyRate, 'f', 0, 64), PercentText(v.KeyQuotaShare))
 		return v
 	}
 	v.KeyRate = st.BytesPerSecond * top.Share
 	v.KeyQuotaShare = v.KeyRate / WriteBytesPerSecond
 	v.Text = fmt.Sprintf("one key: %s is %s of this shard's bytes; splitting cannot spread one key (it writes %s/s, %s of a shard's 1 MiB/s)",
-		quoteKey(top.PartitionKey), percentText(top.Share), byteSize(v.KeyRate), percentText(v.KeyQuotaShare))
+		quoteKey(top.PartitionKey), PercentText(top.Share), byteSize(v.KeyRate), PercentText(v.KeyQuotaShare))
 	return v
 }
 
@@ -303,10 +303,14 @@ func splitPoint(w *ShardWindow, m Measure) (lineage.HashKey, float64, bool) {
 	return k, ratio(cum[i], cum[len(ps)]), true
 }
 
-// percentText prints a share as a whole percentage ("51 %"), with one decimal
-// below 10 % ("2.5 %") so small shares do not read as 0.
-func percentText(f float64) string {
+// PercentText prints a share as a whole percentage ("51 %"), with one decimal
+// below 10 % ("2.5 %"), and "< 0.1 %" below that, so small shares do not
+// read as 0.
+func PercentText(f float64) string {
 	p := f * 100
+	if p > 0 && p < 0.05 {
+		return "< 0.1 %"
+	}
 	if p < 10 && p > 0 {
 		return strconv.FormatFloat(p, 'f', 1, 64) + " %"
 	}

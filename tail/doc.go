@@ -8,13 +8,16 @@
 // read, what each reader delivered), the per-shard readers and their pacing
 // (reader.go, budget.go; efo.go is the other kind of reader, subscribed
 // through enhanced fan-out, with the same conversion, delivery and
-// positions), KPL de-aggregation (kpl.go), the checkpoint store
-// (the local file is the first implementation), and the synchronisation
-// with a lease table shared by several tails (leases.go declares what a
-// table must do, leasesync.go keeps the tail in step with it). It never
-// prints: records leave through a callback, and checkpoints follow what the
-// caller acknowledges as written. tail/internal/getrecords decodes
-// GetRecords responses.
+// positions), the conversion of a page into delivered records
+// (convert.go: KPL de-aggregation, kpl.go, and CloudWatch Logs batches,
+// cwlogs.go), the checkpoint store (the local file is the first
+// implementation), and the synchronisation with a lease table shared by
+// several tails (leases.go declares what a table must do, leasesync.go
+// keeps the tail in step with it). It never prints: records leave through
+// a callback, and checkpoints follow what the caller acknowledges as
+// written. A caller's Options.Select picks and shapes the records before
+// they are counted (tail --filter, --jq); what it drops counts as read.
+// tail/internal/getrecords decodes GetRecords responses.
 //
 // Imports: lineage, internal helpers, the SDK, protowire and the standard
 // library.

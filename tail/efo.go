@@ -117,7 +117,7 @@ func (r *reader) subscribe(ctx context.Context) error {
 			refused = p.SequenceNumber
 			r.logf("subscribing from %s refused (%s); subscribing at it and skipping it", p, inv.ErrorMessage())
 			start = efo.AtSequence(p.SequenceNumber)
-			r.skipSeq, r.skipSub = p.SequenceNumber, math.MaxInt64
+			r.skip = resumeSkip{seq: p.SequenceNumber, sub: math.MaxInt64}
 		default:
 			return err
 		}

@@ -2,6 +2,7 @@ package tail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -263,4 +264,88 @@ func TestCheckpointForgetsTrimmedShards(t *testing.T) {
 		}
 		// lower and upper were never read (trimmed): nothing to keep of them.
 	})
+}
+
+// A caught-up reader whose next GetRecords goes unanswered (a stalled
+// connection, well inside the call's deadline) is not known to be at its
+// tip: --idle-exit waits for the answer, and the records written meanwhile
+// are delivered before the tail exits 0.
+func TestIdleExitWaitsForAnUnansweredCall(t *testing.T) {
+	w := newWorld(t, 1)
+	w.put(1, 5)
+	var stall atomic.Bool
+	stalled := make(chan struct{}, 1)
+	w.fake.Hook = func(op string, _ any) error {
+		if op == "GetRecords" && stall.CompareAndSwap(true, false) {
+			stalled <- struct{}{}
+			time.Sleep(time.Second) // unanswered for far longer than --idle-exit
+		}
+		return nil
+	}
+	out := &sink{}
+	opts := fastOptions()
+	opts.IdleExit = 300 * time.Millisecond
+	wait := startTail(t, w, opts, out)
+	for len(out.records()) < 5 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // at its tip
+	stall.Store(true)
+	<-stalled
+	w.put(1, 10) // in the stalled call's answer
+	if res, err := wait(); err != nil || res.Reason != StopIdle {
+		t.Fatalf("reason %v, err %v", res.Reason, err)
+	}
+	w.checkDelivered(out.records(), true)
+}
+
+// The listing --idle-exit takes before it exits must succeed: when it
+// fails, another is taken, and a reshard it would have shown (here a
+// split the caught-up reader has not polled into yet) is read.
+func TestIdleExitNeedsItsLastListing(t *testing.T) {
+	w := newWorld(t, 1)
+	w.put(1, 3)
+	var armed atomic.Bool
+	w.fake.Hook = func(op string, _ any) error {
+		if op == "ListShards" && armed.CompareAndSwap(true, false) {
+			w.fake.SplitHalf(w.stream, "shardId-000000000000")
+			w.put(1, 4) // in a child
+			return errors.New("read tcp 127.0.0.1:4567: connection reset by peer")
+		}
+		return nil
+	}
+	out := &sink{}
+	opts := fastOptions()
+	opts.PollInterval = 2 * time.Second // the reader does not see the end first
+	opts.RelistInterval = time.Hour
+	opts.IdleExit = 300 * time.Millisecond
+	wait := startTail(t, w, opts, out)
+	for len(out.records()) < 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	armed.Store(true) // the listing before the idle exit fails
+	if res, err := wait(); err != nil || res.Reason != StopIdle {
+		t.Fatalf("reason %v, err %v", res.Reason, err)
+	}
+	w.checkDelivered(out.records(), true)
+}
+
+// startTail runs a tail of w in the background; wait returns how it
+// stopped.
+func startTail(t *testing.T, w *world, opts Options, out *sink) (wait func() (Result, error)) {
+	type ran struct {
+		res Result
+		err error
+	}
+	done := make(chan ran, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	go func() {
+		res, err := New(w.fake, NewMemoryStore(nil), opts, out.deliver).Run(ctx)
+		done <- ran{res, err}
+	}()
+	return func() (Result, error) {
+		r := <-done
+		return r.res, r.err
+	}
 }

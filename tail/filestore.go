@@ -38,10 +38,20 @@ import (
 // file is refused by a run with another filter (or none). An unfiltered
 // file is written as version 1 (readable by earlier builds); a filtered
 // one as version 2, which earlier builds refuse rather than misread.
+//
+// Version 3 adds "logEventIndex" to a shard stopped inside a CloudWatch
+// Logs batch (--cwlogs): the last log event written out of the batch the
+// record (with subSequenceNumber, the user record) holds, which resume
+// re-reads from the next event. Its filter is optional. A file is written
+// as version 3 only while some shard is inside a batch: a build from
+// before it would resume after the whole record and skip the rest of the
+// batch, so it must refuse the file; every other file keeps version 1 or
+// 2.
 const (
 	fileKind            = "kinesis-shards/checkpoint"
 	fileVersion         = 1
 	fileVersionFiltered = 2
+	fileVersionInBatch  = 3
 )
 
 // Filter is the --key or --shard a checkpoint file was written with; the
@@ -101,6 +111,7 @@ type fileDoc struct {
 type fileShard struct {
 	SequenceNumber    string `json:"sequenceNumber,omitempty"`
 	SubSequenceNumber *int64 `json:"subSequenceNumber,omitempty"`
+	LogEventIndex     *int64 `json:"logEventIndex,omitempty"`
 	ShardEnd          bool   `json:"shardEnd,omitempty"`
 }
 
@@ -215,6 +226,11 @@ func (s *FileStore) Save(_ context.Context, positions map[string]Position) error
 				sub := p.SubSequence
 				fsh.SubSequenceNumber = &sub
 			}
+			if p.InBatch {
+				ev := p.LogEventIndex
+				fsh.LogEventIndex = &ev
+				doc.Version = fileVersionInBatch
+			}
 			doc.Shards[id] = fsh
 		}
 	}
@@ -320,14 +336,17 @@ func decodeCheckpoint(b []byte) (*fileDoc, error) {
 	if doc.Kind != fileKind {
 		return nil, fmt.Errorf("not a kinesis-shards checkpoint (kind %q)", doc.Kind)
 	}
+	oneFilter := doc.Filter != nil && (doc.Filter.Key == "") != (doc.Filter.Shard == "")
 	switch {
 	case doc.Version == fileVersion && doc.Filter != nil:
 		return nil, errors.New("a filter in a version 1 file")
-	case doc.Version == fileVersionFiltered && (doc.Filter == nil || (doc.Filter.Key == "") == (doc.Filter.Shard == "")):
+	case doc.Version == fileVersionFiltered && !oneFilter:
 		return nil, errors.New("a version 2 file needs a filter of one key or one shard")
-	case doc.Version > fileVersionFiltered:
-		return nil, fmt.Errorf("version %d is newer than this kinesis-shards understands (%d)", doc.Version, fileVersionFiltered)
-	case doc.Version != fileVersion && doc.Version != fileVersionFiltered:
+	case doc.Version == fileVersionInBatch && doc.Filter != nil && !oneFilter:
+		return nil, errors.New("a filter needs one key or one shard")
+	case doc.Version > fileVersionInBatch:
+		return nil, fmt.Errorf("version %d is newer than this kinesis-shards understands (%d)", doc.Version, fileVersionInBatch)
+	case doc.Version < fileVersion:
 		return nil, fmt.Errorf("unknown version %d", doc.Version)
 	}
 	if doc.StreamARN == "" {
@@ -343,11 +362,17 @@ func decodeCheckpoint(b []byte) (*fileDoc, error) {
 		switch {
 		case f.ShardEnd && (f.SequenceNumber != "" || f.SubSequenceNumber != nil):
 			return nil, fmt.Errorf("shard %s is both at SHARD_END and at a sequence number", shard)
+		case f.ShardEnd && f.LogEventIndex != nil:
+			return nil, fmt.Errorf("shard %s is both at SHARD_END and inside a batch", shard)
 		case f.ShardEnd:
 		case !validSequence(f.SequenceNumber):
 			return nil, fmt.Errorf("shard %s: %q is not a sequence number", shard, f.SequenceNumber)
 		case f.SubSequenceNumber != nil && *f.SubSequenceNumber < 0:
 			return nil, fmt.Errorf("shard %s: negative subSequenceNumber", shard)
+		case f.LogEventIndex != nil && doc.Version != fileVersionInBatch:
+			return nil, fmt.Errorf("shard %s: logEventIndex in a version %d file", shard, doc.Version)
+		case f.LogEventIndex != nil && *f.LogEventIndex < 0:
+			return nil, fmt.Errorf("shard %s: negative logEventIndex", shard)
 		}
 	}
 	return &doc, nil
@@ -373,6 +398,12 @@ func ReadCheckpoint(path string) (StreamIdentity, map[string]Position, error) {
 	return id, out, err
 }
 
+// ReadCheckpointFilter is ReadCheckpoint with the --key or --shard filter
+// the file was written with (kinesis-shards lag).
+func ReadCheckpointFilter(path string) (StreamIdentity, Filter, map[string]Position, error) {
+	return readCheckpointFile(path)
+}
+
 func readCheckpointFile(path string) (StreamIdentity, Filter, map[string]Position, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -393,6 +424,9 @@ func readCheckpointFile(path string) (StreamIdentity, Filter, map[string]Positio
 		p := Position{SequenceNumber: f.SequenceNumber, ShardEnd: f.ShardEnd}
 		if f.SubSequenceNumber != nil {
 			p.Aggregated, p.SubSequence = true, *f.SubSequenceNumber
+		}
+		if f.LogEventIndex != nil {
+			p.InBatch, p.LogEventIndex = true, *f.LogEventIndex
 		}
 		out[shard] = p
 	}

@@ -81,8 +81,8 @@ func TestFileStoreRefusals(t *testing.T) {
 		{name: "empty file", setup: func(t *testing.T, p string) { os.WriteFile(p, nil, 0o600) }, want: ErrCorrupt},
 		{name: "other tool's json", setup: func(t *testing.T, p string) { os.WriteFile(p, []byte(`{"a":1}`), 0o600) }, want: ErrCorrupt, text: "not a kinesis-shards checkpoint"},
 		{name: "newer version", setup: func(t *testing.T, p string) {
-			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":3,"streamArn":"x","streamCreated":"2026-11-30T10:00:00Z"}`), 0o600)
-		}, want: ErrCorrupt, text: "version 3 is newer than this kinesis-shards understands (2)"},
+			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":4,"streamArn":"x","streamCreated":"2026-11-30T10:00:00Z"}`), 0o600)
+		}, want: ErrCorrupt, text: "version 4 is newer than this kinesis-shards understands (3)"},
 		{name: "bad sequence", setup: func(t *testing.T, p string) {
 			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":1,"streamArn":"`+testID.ARN+`","streamCreated":"2026-11-30T10:00:00Z","shards":{"s":{"sequenceNumber":"01"}}}`), 0o600)
 		}, want: ErrCorrupt, text: "not a sequence number"},
@@ -238,13 +238,15 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 	f.Add([]byte(`{"kind":"kinesis-shards/checkpoint","version":1,"streamArn":"a","streamCreated":"2026-11-30T10:00:00Z","shards":{"s":{"sequenceNumber":"12","subSequenceNumber":1},"t":{"shardEnd":true}}}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"kind":"kinesis-shards/checkpoint","version":1,"shards":{"":{}}}`))
+	f.Add([]byte(`{"kind":"kinesis-shards/checkpoint","version":3,"streamArn":"a","streamCreated":"2026-11-30T10:00:00Z","shards":{"s":{"sequenceNumber":"12","logEventIndex":2}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		doc, err := decodeCheckpoint(b)
 		if err != nil {
 			return
 		}
 		for id, s := range doc.Shards {
-			if id == "" || (!s.ShardEnd && !validSequence(s.SequenceNumber)) || (s.ShardEnd && s.SequenceNumber != "") {
+			if id == "" || (!s.ShardEnd && !validSequence(s.SequenceNumber)) || (s.ShardEnd && s.SequenceNumber != "") ||
+				(s.LogEventIndex != nil && (*s.LogEventIndex < 0 || s.ShardEnd || doc.Version != fileVersionInBatch)) {
 				t.Fatalf("accepted bad shard %q: %+v", id, s)
 			}
 		}
@@ -339,5 +341,99 @@ func TestFileStoreFilter(t *testing.T) {
 		if b, _ := os.ReadFile(path); !strings.Contains(string(b), c.version) {
 			t.Fatalf("a file with %v: %s", c.f, b)
 		}
+	}
+}
+
+// A shard stopped inside a CloudWatch Logs batch has "logEventIndex", and
+// such a file is version 3, which builds from before it refuse rather
+// than skip the rest of the batch. A file with no shard inside a batch is
+// written as before (version 1, or 2 with a filter), so it stays readable
+// by them; a later save goes back to that version once the batch is done.
+func TestFileStoreLogEventIndex(t *testing.T) {
+	inBatch := map[string]Position{
+		"shardId-000000000000": {SequenceNumber: "7", InBatch: true, LogEventIndex: 3},
+		"shardId-000000000001": {SequenceNumber: "8", Aggregated: true, SubSequence: 2, InBatch: true, LogEventIndex: 0},
+		"shardId-000000000002": {SequenceNumber: "9"},
+		"shardId-000000000003": {ShardEnd: true},
+	}
+	whole := map[string]Position{"shardId-000000000000": {SequenceNumber: "7"}}
+	for _, c := range []struct {
+		name      string
+		filter    Filter
+		positions map[string]Position
+		version   string
+	}{
+		{"inside a batch", Filter{}, inBatch, `"version": 3`},
+		{"inside a batch, with --key", Filter{Key: "k"}, inBatch, `"version": 3`},
+		{"batches done", Filter{}, whole, `"version": 1`},
+		{"batches done, with --shard", Filter{Shard: "shardId-000000000000"}, whole, `"version": 2`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cp.json")
+			s, err := OpenFilteredFile(path, testID, c.filter, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Save(context.Background(), c.positions); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			b, _ := os.ReadFile(path)
+			if !strings.Contains(string(b), c.version) {
+				t.Fatalf("want %s:\n%s", c.version, b)
+			}
+			if strings.Contains(string(b), "logEventIndex") != (c.version == `"version": 3`) {
+				t.Fatalf("logEventIndex where it does not belong:\n%s", b)
+			}
+			s2, err := OpenFilteredFile(path, testID, c.filter, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s2.Close()
+			if got, _ := s2.Load(context.Background()); !reflect.DeepEqual(got, c.positions) {
+				t.Fatalf("loaded %v, want %v", got, c.positions)
+			}
+		})
+	}
+	t.Run("back to version 1", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "cp.json")
+		s := openT(t, path)
+		s.Save(context.Background(), inBatch)
+		s.Save(context.Background(), whole)
+		if b, _ := os.ReadFile(path); !strings.Contains(string(b), `"version": 1`) {
+			t.Fatalf("%s", b)
+		}
+	})
+}
+
+// What a file's logEventIndex may not be.
+func TestDecodeCheckpointLogEventIndex(t *testing.T) {
+	doc := func(version int, filter, shard string) []byte {
+		return []byte(fmt.Sprintf(`{"kind":"kinesis-shards/checkpoint","version":%d,"streamArn":"a","streamCreated":"2026-11-30T10:00:00Z"%s,"shards":{"s":%s}}`, version, filter, shard))
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+		err  string // "" = accepted
+	}{
+		{"version 3", doc(3, "", `{"sequenceNumber":"12","logEventIndex":4}`), ""},
+		{"version 3 with a filter", doc(3, `,"filter":{"key":"k"}`, `{"sequenceNumber":"12","subSequenceNumber":1,"logEventIndex":0}`), ""},
+		{"version 3 with an empty filter", doc(3, `,"filter":{}`, `{"sequenceNumber":"12","logEventIndex":0}`), "a filter needs one key or one shard"},
+		{"in version 1", doc(1, "", `{"sequenceNumber":"12","logEventIndex":4}`), "shard s: logEventIndex in a version 1 file"},
+		{"in version 2", doc(2, `,"filter":{"shard":"s"}`, `{"sequenceNumber":"12","logEventIndex":4}`), "shard s: logEventIndex in a version 2 file"},
+		{"negative", doc(3, "", `{"sequenceNumber":"12","logEventIndex":-1}`), "shard s: negative logEventIndex"},
+		{"with shardEnd", doc(3, "", `{"shardEnd":true,"logEventIndex":1}`), "shard s is both at SHARD_END and inside a batch"},
+		{"without a sequence number", doc(3, "", `{"logEventIndex":1}`), `shard s: "" is not a sequence number`},
+		{"version 4", doc(4, "", `{"sequenceNumber":"12"}`), "version 4 is newer than this kinesis-shards understands (3)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := decodeCheckpoint(c.b)
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.err != "" && (err == nil || err.Error() != c.err):
+				t.Fatalf("err = %v, want %q", err, c.err)
+			}
+		})
 	}
 }

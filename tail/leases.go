@@ -35,6 +35,10 @@ type Assignment struct {
 	// Starts says where a held shard without a position starts (the
 	// lease's TRIM_HORIZON, LATEST, or an AT_TIMESTAMP without its time).
 	Starts map[string]StartMode
+	// Free: shards ready to be read (parents finished) whose lease no
+	// worker holds (none, or expired), and which this worker did not
+	// take. Nobody reads them until a worker does: --idle-exit waits.
+	Free map[string]bool
 }
 
 // ErrLeaseLost: another worker took the shard.

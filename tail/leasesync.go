@@ -28,6 +28,7 @@ type leaseSync struct {
 
 	held   map[string]time.Time // shard -> from when others may take it
 	starts map[string]StartMode // where held shards without a position start
+	free   map[string]bool      // ready shards no worker holds (Assignment.Free)
 	// saved is what the table holds of our positions; guarded by t.mu
 	// (readers record a start there).
 	saved map[string]Position
@@ -37,6 +38,9 @@ type leaseSync struct {
 	syncCancel         context.CancelFunc
 	wg                 sync.WaitGroup // syncs and checkpoint writes in flight
 	lastAnswer         time.Time      // the last sync that succeeded
+	failing            bool           // the last sync failed
+	failingSince       time.Time      // the first failure of this run of them
+	syncWarned         bool           // that run was warned about
 	warned             bool           // readers were stopped for want of renewals
 	flushing, flushDue bool
 	failures           int         // checkpoint rounds failed in a row
@@ -99,6 +103,14 @@ func (ls *leaseSync) holds(id string) bool {
 // pauseAt is when a reader of the shard must stop.
 func (ls *leaseSync) pauseAt(id string) time.Time { return ls.held[id].Add(-ls.margin) }
 
+// stalled: the table did not answer the last sync, or our readers were
+// paused for want of renewals. Which shards are ours, and whether anyone
+// reads the others, is not known until it answers.
+func (ls *leaseSync) stalled() bool { return ls.failing || ls.warned }
+
+// unread: nobody reads the shard but us, now or once we take it.
+func (ls *leaseSync) unread(id string) bool { return ls.holds(id) || ls.free[id] }
+
 // busy: a checkpoint of ours is not in the table yet.
 func (ls *leaseSync) busy() bool {
 	if ls.flushing {
@@ -141,13 +153,21 @@ func (ls *leaseSync) onSync(ctx context.Context, ev syncEvent) {
 	ls.syncing = false
 	switch {
 	case ev.err != nil:
+		now := ls.t.now()
+		if !ls.failing {
+			ls.failing, ls.failingSince = true, now
+		}
 		ls.t.opts.Logf("lease sync failed (will retry): %v", ev.err)
+		if d := now.Sub(ls.failingSince); !ls.syncWarned && d >= throttleWarnAfter {
+			ls.syncWarned = true
+			ls.t.opts.Warnf("the lease table has failed every sync for %s (%v): no lease is taken meanwhile (new shards wait) and --idle-exit waits; tail keeps trying", d.Round(time.Second), ev.err)
+		}
 		if ev.a != nil {
 			ls.held = ev.a.Held // the renewals that were answered
 		}
 		ls.enforce()
 	default:
-		ls.lastAnswer, ls.warned = ls.t.now(), false
+		ls.lastAnswer, ls.warned, ls.failing, ls.syncWarned = ls.t.now(), false, false, false
 		ls.apply(ev.a)
 	}
 	ls.t.schedule()
@@ -161,7 +181,7 @@ func (ls *leaseSync) onSync(ctx context.Context, ev syncEvent) {
 // shards we lost.
 func (ls *leaseSync) apply(a *Assignment) {
 	t := ls.t
-	ls.held, ls.starts = a.Held, a.Starts
+	ls.held, ls.starts, ls.free = a.Held, a.Starts, a.Free
 	if ls.held == nil {
 		ls.held = map[string]time.Time{}
 	}

@@ -3,9 +3,12 @@ package tail
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -308,5 +311,59 @@ func TestShardEndSurvivesATableOutage(t *testing.T) {
 				t.Fatalf("root at %v, %d failures left", leases.positions[root], leases.failEnds)
 			}
 		})
+	}
+}
+
+// failingSyncs is a fakeLeases whose syncs, once broken, renew what it
+// holds but fail (a scan that errors): reading goes on, no new lease is
+// taken.
+type failingSyncs struct {
+	*fakeLeases
+	broken atomic.Bool
+}
+
+func (f *failingSyncs) Sync(ctx context.Context, known []ShardInfo) (*Assignment, error) {
+	a, err := f.fakeLeases.Sync(ctx, known)
+	if err == nil && f.broken.Load() {
+		return &Assignment{Held: a.Held}, errors.New("scan lease table t: ValidationException: a row that does not parse")
+	}
+	return a, err
+}
+
+// A lease table whose every sync fails, while the readers go on, gets a
+// warning on stderr after a while: --idle-exit waits meanwhile, and no
+// new lease is taken.
+func TestFailingSyncsAreWarnedAbout(t *testing.T) {
+	w := newWorld(t, 1)
+	w.put(1, 3)
+	leases := &failingSyncs{fakeLeases: &fakeLeases{d: 600 * time.Millisecond, positions: map[string]Position{}}}
+	defer func(d time.Duration) { throttleWarnAfter = d }(throttleWarnAfter)
+	throttleWarnAfter = 300 * time.Millisecond
+	var mu sync.Mutex
+	var warnings []string
+	opts := fastOptions()
+	opts.IdleExit = 0
+	opts.Leases = leases
+	opts.Warnf = func(f string, a ...any) { mu.Lock(); warnings = append(warnings, fmt.Sprintf(f, a...)); mu.Unlock() }
+	out := &sink{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := New(w.fake, NewMemoryStore(nil), opts, out.deliver).Run(ctx)
+		done <- err
+	}()
+	for len(out.records()) < 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	leases.broken.Store(true)
+	time.Sleep(4 * throttleWarnAfter)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "lease table has failed") {
+		t.Fatalf("warnings %q, want one that the lease table keeps failing", warnings)
 	}
 }

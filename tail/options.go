@@ -1,6 +1,7 @@
 package tail
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -46,6 +47,20 @@ type Options struct {
 	MaxRecords int64         // stop after this many delivered records (0 = no limit)
 	IdleExit   time.Duration // stop when idle this long (0 = never)
 	Decompress bool          // unpack gzip payloads
+
+	// CWLogs delivers each log event of a CloudWatch Logs subscription
+	// batch as a Record of its own (Record.Log), skips CONTROL_MESSAGE
+	// batches, and passes other records through as Decompress does.
+	CWLogs bool
+	// Select, when set, picks and shapes what is written out (--filter,
+	// --jq). It gets every batch before the delivery lock (so shards
+	// evaluate in parallel; calls may come from several goroutines), after
+	// KeyName, and returns the records to write out, in order, in an array
+	// of its own (Out may be set). MaxRecords counts what it returns. The
+	// records of batch[:decided] it dropped still count as read: the
+	// checkpoint moves past them. decided < len(batch) only when ctx ended
+	// mid-batch; the undecided rest is neither written nor checkpointed.
+	Select func(ctx context.Context, batch []Record) (out []Record, decided int)
 
 	// Leases, when set, share the stream's shards with other tail
 	// processes through a lease table: only the shards they give are read,
@@ -136,6 +151,7 @@ const (
 // Result is what Run reports.
 type Result struct {
 	Records int64 // delivered
+	Dropped int64 // read but dropped by Options.Select
 	Readers int   // shard readers started
 	Reason  StopReason
 }

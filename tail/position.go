@@ -17,6 +17,14 @@ type Position struct {
 	// Aggregated says the last delivered record came out of a KPL aggregate
 	// (resume re-reads that aggregate and skips what was delivered).
 	Aggregated bool
+	// InBatch says the last delivered item was a log event of a
+	// CloudWatch Logs batch (--cwlogs) that was not the batch's last:
+	// LogEventIndex is that event's index in the batch, which the record
+	// (the user record, when Aggregated) holds. Resume re-reads the record
+	// and delivers the events after it. A batch delivered to its end is
+	// recorded as a plain record is.
+	InBatch       bool
+	LogEventIndex int64
 	// ShardEnd: every record of the (closed) shard was delivered.
 	ShardEnd bool
 	// From: nothing delivered yet, and reading starts at records that
@@ -38,8 +46,12 @@ func (p Position) String() string {
 		return "AT_TIMESTAMP " + p.From.UTC().Format(time.RFC3339Nano)
 	case p.SequenceNumber == "":
 		return "-"
+	case p.Aggregated && p.InBatch:
+		return fmt.Sprintf("%s/%d#%d", p.SequenceNumber, p.SubSequence, p.LogEventIndex)
 	case p.Aggregated:
 		return fmt.Sprintf("%s/%d", p.SequenceNumber, p.SubSequence)
+	case p.InBatch:
+		return fmt.Sprintf("%s#%d", p.SequenceNumber, p.LogEventIndex)
 	}
 	return p.SequenceNumber
 }

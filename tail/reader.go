@@ -83,10 +83,13 @@ type reader struct {
 	// set by the scheduler.
 	closed atomic.Bool
 
-	// skipSeq/skipSub: on resume inside a KPL aggregate, the user records
-	// up to skipSub of the aggregate skipSeq were delivered already.
-	skipSeq string
-	skipSub int64
+	// skip: on resume inside a KPL aggregate or a CloudWatch Logs batch,
+	// what of that record was delivered already.
+	skip resumeSkip
+	// --cwlogs: a record that is not a batch was warned about; the
+	// CONTROL_MESSAGE batches skipped.
+	warnedNotCWLogs bool
+	controls        int64
 
 	lastSeq string // last record received (and delivered)
 	atTip   bool
@@ -114,6 +117,16 @@ type reader struct {
 	// recordStart: a leased shard read from its tip; its start is written
 	// to the table before the first read (see Position.From).
 	recordStart bool
+	// calling: when the GetRecords in flight was sent (Unix nanoseconds;
+	// 0 = none), for --idle-exit.
+	calling atomic.Int64
+}
+
+// unanswered reports whether a GetRecords has been in flight for d: its
+// answer may hold records, so the reader is not known to be at its tip.
+func (r *reader) unanswered(now time.Time, d time.Duration) bool {
+	c := r.calling.Load()
+	return c != 0 && now.Sub(time.Unix(0, c)) >= d
 }
 
 // expired reports whether the reader's lease may have expired for others.
@@ -164,7 +177,9 @@ func (r *reader) run(ctx context.Context) error {
 		}
 		attempt := r.t.now()
 		r.next = attempt.Add(r.t.opts.minInterval)
+		r.calling.Store(attempt.UnixNano())
 		out, err := r.getRecords(tctx, it)
+		r.calling.Store(0)
 		r.t.calls.release()
 		if err != nil {
 			ticket.drop()
@@ -473,13 +488,13 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 			return "", ctx.Err()
 		case errors.As(err, &nf):
 			return "", r.notFound()
-		case errors.As(err, &inv) && sp.kind == types.ShardIteratorTypeAfterSequenceNumber && r.skipSeq == "":
+		case errors.As(err, &inv) && sp.kind == types.ShardIteratorTypeAfterSequenceNumber && r.skip.seq == "":
 			// AWS refuses "after" the last record of a closed shard ("has
 			// reached max possible value"): ask for that record and skip it.
 			r.logf("resuming after %s refused (%s); reading at it and skipping it", sp.seq, inv.ErrorMessage())
 			sp = startPoint{kind: types.ShardIteratorTypeAtSequenceNumber, seq: sp.seq}
 			in.ShardIteratorType, in.StartingSequenceNumber = sp.kind, aws.String(sp.seq)
-			r.skipSeq, r.skipSub = sp.seq, math.MaxInt64
+			r.skip = resumeSkip{seq: sp.seq, sub: math.MaxInt64}
 		case errors.As(err, &inv) && (sp.kind == types.ShardIteratorTypeAfterSequenceNumber || sp.kind == types.ShardIteratorTypeAtSequenceNumber):
 			return "", fmt.Errorf("shard %s: the service refused to resume at sequence number %s (from the checkpoint or the last record): %s", r.id, sp.seq, inv.ErrorMessage())
 		case errors.As(err, &pte) || transient(err):

@@ -35,11 +35,26 @@ type Record struct {
 	// OutsideShard flags a KPL user record whose hash is outside the
 	// shard's range (the KCL drops these; we show them, flagged).
 	OutsideShard bool
+
+	// Log is set for one log event of a CloudWatch Logs batch (--cwlogs):
+	// the record (or user record) held the batch, and is delivered once
+	// per event. Data is then nil.
+	Log *LogEvent
+
+	// Out, when not nil, is what is written out for this record instead
+	// of its own line: the --jq output, set by Options.Select.
+	Out []byte
 }
 
 // position is the checkpoint a delivered record stands for.
 func (r *Record) position() Position {
-	return Position{SequenceNumber: r.SequenceNumber, SubSequence: r.SubSequence, Aggregated: r.Aggregated}
+	p := Position{SequenceNumber: r.SequenceNumber, SubSequence: r.SubSequence, Aggregated: r.Aggregated}
+	if r.Log != nil && !r.Log.Last {
+		// Inside a batch: the events after this one are still to come. The
+		// last event finishes the record, which then checkpoints as any.
+		p.InBatch, p.LogEventIndex = true, r.Log.Index
+	}
+	return p
 }
 
 // DeliverFunc writes a batch of records of one shard out (and flushes it).

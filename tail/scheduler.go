@@ -37,6 +37,7 @@ type Tailer struct {
 	positions    map[string]Position
 	dirty        bool
 	delivered    int64
+	dropped      int64 // read and dropped by Options.Select
 	lastActivity time.Time
 	full         bool // MaxRecords reached
 
@@ -166,7 +167,7 @@ func (t *Tailer) Run(ctx context.Context) (res Result, err error) {
 		t.lease.release(context.WithoutCancel(ctx))
 	}
 	t.mu.Lock()
-	res = Result{Records: t.delivered, Readers: t.started, Reason: reason}
+	res = Result{Records: t.delivered, Dropped: t.dropped, Readers: t.started, Reason: reason}
 	t.mu.Unlock()
 	return res, runErr
 }
@@ -317,6 +318,7 @@ func (t *Tailer) onList(ev listEvent) error {
 		}
 		t.opts.Logf("listing shards failed (will retry): %v", ev.err)
 		t.retryList.Reset(t.opts.PollInterval)
+		t.idleListed = false // --idle-exit needs a listing that answered
 		return nil
 	}
 	if err := t.mergeListing(ev.shards, false); err != nil {
@@ -357,19 +359,25 @@ func (t *Tailer) idle(ctx context.Context) bool {
 	if t.discovering || t.endedWithoutChildren() {
 		return busy()
 	}
+	if t.lease != nil && t.lease.stalled() {
+		// Not known to be idle until the table answers; the clock goes
+		// on (a table that fails is no record).
+		return false
+	}
 	if t.lease != nil && t.lease.busy() {
 		return busy() // a checkpoint of ours is still to be written
 	}
 	for _, s := range t.shards {
 		switch s.status {
 		case statusPending:
-			if t.lease != nil && !t.lease.holds(s.id) {
+			if t.lease != nil && !t.lease.unread(s.id) {
 				continue // another worker reads it
 			}
 			return busy()
 		case statusRunning:
-			if s.failing {
-				// Not known to be at its tip until a call succeeds; the
+			if s.failing || s.rd.unanswered(t.now(), t.opts.PollInterval) {
+				// Not known to be at its tip until a call succeeds (or
+				// while one goes unanswered for longer than a poll); the
 				// clock goes on (failures are not records).
 				return false
 			}

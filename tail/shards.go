@@ -271,29 +271,31 @@ func leaseStart(start StartMode, ts time.Time) startPoint {
 	return startPoint{kind: types.ShardIteratorTypeTrimHorizon}
 }
 
-// startPointOf is where a reader of s starts, given its position.
-func (t *Tailer) startPointOf(s *shardState, pos Position) (sp startPoint, skipSeq string, skipSub int64) {
+// startPointOf is where a reader of s starts, given its position, and
+// what it skips there.
+func (t *Tailer) startPointOf(s *shardState, pos Position) (startPoint, resumeSkip) {
 	switch {
-	case pos.SequenceNumber != "" && pos.Aggregated:
-		// Re-read the aggregate and skip what was delivered.
-		return startPoint{kind: types.ShardIteratorTypeAtSequenceNumber, seq: pos.SequenceNumber}, pos.SequenceNumber, pos.SubSequence
+	case pos.SequenceNumber != "" && (pos.Aggregated || pos.InBatch):
+		// Re-read the record and skip what was delivered of it.
+		return startPoint{kind: types.ShardIteratorTypeAtSequenceNumber, seq: pos.SequenceNumber},
+			resumeSkip{seq: pos.SequenceNumber, sub: pos.SubSequence, inBatch: pos.InBatch, event: pos.LogEventIndex}
 	case pos.SequenceNumber != "":
-		return startPoint{kind: types.ShardIteratorTypeAfterSequenceNumber, seq: pos.SequenceNumber}, "", 0
+		return startPoint{kind: types.ShardIteratorTypeAfterSequenceNumber, seq: pos.SequenceNumber}, resumeSkip{}
 	case !pos.From.IsZero():
-		return startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: pos.From}, "", 0
+		return startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: pos.From}, resumeSkip{}
 	}
 	if t.lease != nil {
 		if start, ok := t.lease.starts[s.id]; ok {
-			return leaseStart(start, t.opts.Timestamp), "", 0
+			return leaseStart(start, t.opts.Timestamp), resumeSkip{}
 		}
 	}
 	switch {
 	case s.initial && t.initialPass && t.opts.Start == StartLatest:
-		return startPoint{kind: types.ShardIteratorTypeLatest}, "", 0
+		return startPoint{kind: types.ShardIteratorTypeLatest}, resumeSkip{}
 	case s.initial && t.opts.Start == StartAtTimestamp:
-		return startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: t.opts.Timestamp}, "", 0
+		return startPoint{kind: types.ShardIteratorTypeAtTimestamp, ts: t.opts.Timestamp}, resumeSkip{}
 	}
-	return startPoint{kind: types.ShardIteratorTypeTrimHorizon}, "", 0
+	return startPoint{kind: types.ShardIteratorTypeTrimHorizon}, resumeSkip{}
 }
 
 func (t *Tailer) startReader(s *shardState, pos Position) {
@@ -302,7 +304,7 @@ func (t *Tailer) startReader(s *shardState, pos Position) {
 	t.touch()
 	r := &reader{t: t, id: s.id, rng: s.rng, haveRange: s.haveRange}
 	r.closed.Store(s.closed)
-	r.start, r.skipSeq, r.skipSub = t.startPointOf(s, pos)
+	r.start, r.skip = t.startPointOf(s, pos)
 	if t.lease != nil {
 		r.until.Store(t.lease.pauseAt(s.id).UnixNano())
 		// A shard first read from its tip: its start goes to the table
@@ -340,19 +342,9 @@ func (t *Tailer) stopReader(s *shardState) {
 
 // deliverBatch writes a batch out and records its position. Deliveries are
 // serialised; after MaxRecords nothing more is delivered, nor after the
-// reader's lease may have expired.
+// reader's lease may have expired. It returns false when the reader is to
+// stop.
 func (t *Tailer) deliverBatch(r *reader, batch []Record) (bool, error) {
-	t.deliverMu.Lock()
-	defer t.deliverMu.Unlock()
-	t.mu.Lock()
-	full, delivered := t.full, t.delivered
-	t.mu.Unlock()
-	if full || r.revoked.Load() {
-		return false, nil
-	}
-	if r.expired() {
-		return false, errLeaseExpired
-	}
 	if t.opts.KeyName != "" {
 		// --key: the shards hold other keys too; only this key's records
 		// are written out (the checkpoint then stays at its last one).
@@ -364,19 +356,46 @@ func (t *Tailer) deliverBatch(r *reader, batch []Record) (bool, error) {
 		}
 		batch = kept
 	}
-	if t.opts.MaxRecords > 0 && delivered+int64(len(batch)) >= t.opts.MaxRecords {
-		batch = batch[:t.opts.MaxRecords-delivered]
+	out, decided := batch, len(batch)
+	if t.opts.Select != nil && len(batch) > 0 {
+		// Before the lock: the shards' readers evaluate in parallel, and
+		// only the count and the writing are serialised.
+		out, decided = t.opts.Select(t.readerCtx, batch)
+	}
+	t.deliverMu.Lock()
+	defer t.deliverMu.Unlock()
+	t.mu.Lock()
+	full, delivered := t.full, t.delivered
+	t.mu.Unlock()
+	if full || r.revoked.Load() {
+		return false, nil
+	}
+	if r.expired() {
+		return false, errLeaseExpired
+	}
+	if t.opts.MaxRecords > 0 && delivered+int64(len(out)) >= t.opts.MaxRecords {
+		out = out[:t.opts.MaxRecords-delivered]
 		full = true
 	}
-	if len(batch) > 0 {
-		if err := t.deliver(batch); err != nil {
+	if len(out) > 0 {
+		if err := t.deliver(out); err != nil {
 			return false, err
 		}
-		pos := batch[len(batch)-1].position()
+	}
+	// Read so far: every decided record, those Select dropped included;
+	// when MaxRecords cut the batch, up to the last one written out, so
+	// that nothing unprinted is skipped by the next run.
+	read := decided
+	if full {
+		read = lastIndexOf(batch[:decided], &out[len(out)-1]) + 1
+	}
+	if read > 0 {
+		pos := batch[read-1].position()
 		// A copy: a page's strings share blocks, which the map would keep.
 		pos.SequenceNumber = strings.Clone(pos.SequenceNumber)
 		t.mu.Lock()
-		t.delivered += int64(len(batch))
+		t.delivered += int64(len(out))
+		t.dropped += int64(read - len(out))
 		t.positions[r.id] = pos
 		t.dirty = true
 		t.lastActivity = t.now()
@@ -389,7 +408,21 @@ func (t *Tailer) deliverBatch(r *reader, batch []Record) (bool, error) {
 		go t.send(fullEvent{})
 		return false, nil
 	}
-	return true, nil
+	// Undecided records: the tail is stopping (Select's context ended).
+	return decided == len(batch), nil
+}
+
+// lastIndexOf finds the item rec is (the same record, user record and log
+// event) in batch, from the end; every item of a page is there once.
+func lastIndexOf(batch []Record, rec *Record) int {
+	for i := len(batch) - 1; i >= 0; i-- {
+		b := &batch[i]
+		if b.SequenceNumber == rec.SequenceNumber && b.SubSequence == rec.SubSequence && (b.Log == nil) == (rec.Log == nil) &&
+			(b.Log == nil || b.Log.Index == rec.Log.Index) {
+			return i
+		}
+	}
+	return -1 // not reached (out holds items of batch); nothing counts as read
 }
 
 // markEnd records SHARD_END for a shard whose every record was delivered.

@@ -14,6 +14,10 @@
 //     as jq encodes (gojq's encoder: object keys sorted); in raw mode a
 //     string output is printed as it is, like jq -r.
 //
+// Select puts a Filter and a Transform together as tail's Options.Select:
+// a record's input is made once, the filter decides, the transform's lines
+// become the record's Out.
+//
 // An expression that fails on a record (a type error, error(...)) skips
 // that record: nothing of it is printed, and each distinct error message
 // is warned about once. Evaluation never stops the tail.

@@ -25,6 +25,13 @@ import (
 // first reader did.
 const attrFrom = "kinesisShardsAtTimestamp"
 
+// attrLogEvent is our own attribute too: a checkpoint inside a CloudWatch
+// Logs batch (tail --cwlogs) is the record (and sub-sequence number) that
+// holds the batch, plus the index of the last log event written out of it.
+// Set with such a checkpoint and removed by every other, in the same
+// UpdateItem.
+const attrLogEvent = "checkpointLogEventIndex"
+
 // positionOf reads a lease's checkpoint.
 func positionOf(l *Lease) (tail.Position, tail.StartMode) {
 	switch l.Checkpoint {
@@ -43,7 +50,11 @@ func positionOf(l *Lease) (tail.Position, tail.StartMode) {
 	// A sequence number. checkpointSubSequenceNumber 0 cannot tell a plain
 	// record from the first user record of an aggregate: resuming at the
 	// record and skipping sub-sequence ≤ 0 is right for both.
-	return tail.Position{SequenceNumber: l.Checkpoint, SubSequence: l.SubSequence, Aggregated: true}, 0
+	p := tail.Position{SequenceNumber: l.Checkpoint, SubSequence: l.SubSequence, Aggregated: true}
+	if l.HasLogEvent {
+		p.InBatch, p.LogEventIndex = true, l.LogEvent
+	}
+	return p, 0
 }
 
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
@@ -193,14 +204,20 @@ func (w *Worker) Checkpoint(ctx context.Context, shard string, p tail.Position) 
 	switch {
 	case p.ShardEnd:
 		// Finished: nobody holds it any more.
-		update = "SET checkpoint = :cp, checkpointSubSequenceNumber = :zero, ownerSwitchesSinceCheckpoint = :zero REMOVE leaseOwner, " + attrFrom
+		update = "SET checkpoint = :cp, checkpointSubSequenceNumber = :zero, ownerSwitchesSinceCheckpoint = :zero REMOVE leaseOwner, " + attrFrom + ", " + attrLogEvent
 		vals[":cp"] = &types.AttributeValueMemberS{Value: ShardEnd}
 	case p.SequenceNumber != "":
-		update = "SET checkpoint = :cp, checkpointSubSequenceNumber = :sub, ownerSwitchesSinceCheckpoint = :zero REMOVE " + attrFrom
+		update = "SET checkpoint = :cp, checkpointSubSequenceNumber = :sub, ownerSwitchesSinceCheckpoint = :zero"
+		if p.InBatch {
+			update += ", " + attrLogEvent + " = :ev REMOVE " + attrFrom
+			vals[":ev"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(p.LogEventIndex, 10)}
+		} else {
+			update += " REMOVE " + attrFrom + ", " + attrLogEvent
+		}
 		vals[":cp"] = &types.AttributeValueMemberS{Value: p.SequenceNumber}
 		vals[":sub"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(p.SubSequence, 10)}
 	case !p.From.IsZero():
-		update = "SET checkpoint = :cp, checkpointSubSequenceNumber = :zero, " + attrFrom + " = :from"
+		update = "SET checkpoint = :cp, checkpointSubSequenceNumber = :zero, " + attrFrom + " = :from REMOVE " + attrLogEvent
 		vals[":cp"] = &types.AttributeValueMemberS{Value: AtTimestamp}
 		vals[":from"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(p.From.UnixMilli(), 10)}
 	default:

@@ -82,6 +82,12 @@ func ClaimTable(ctx context.Context, api DynamoAPI, table string, id tail.Stream
 	return fmt.Errorf("lease table %s: the stream's identity could not be read or written", table)
 }
 
+// ReadClaim returns the stream a tail lease table is tied to (nil: none)
+// and how many leases it holds, and writes nothing (kinesis-shards lag).
+func ReadClaim(ctx context.Context, api DynamoAPI, table string) (*tail.StreamIdentity, int, error) {
+	return readClaim(ctx, api, table)
+}
+
 // readClaim returns the table's identity row, if any, and how many lease
 // rows it holds.
 func readClaim(ctx context.Context, api DynamoAPI, table string) (*tail.StreamIdentity, int, error) {

@@ -103,6 +103,11 @@ func TestParseItem(t *testing.T) {
 	if _, _, err := ParseItem(bad); err == nil {
 		t.Error("a non-numeric leaseCounter was accepted")
 	}
+	neg := leasestest.KCLRow("shardId-000000000001", "17", "", 1)
+	neg["checkpointLogEventIndex"] = &types.AttributeValueMemberN{Value: "-1"}
+	if _, _, err := ParseItem(neg); err == nil || err.Error() != "lease shardId-000000000001: checkpointLogEventIndex -1 is negative" {
+		t.Errorf("a negative checkpointLogEventIndex: %v", err)
+	}
 }
 
 // graph: 0 splits into 1 and 2; 2 and 3 (a root) merge into 4.

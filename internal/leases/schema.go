@@ -68,6 +68,10 @@ type Lease struct {
 	// From: the time (Unix milliseconds) an AT_TIMESTAMP checkpoint starts
 	// at, in an attribute of ours; 0 when absent (the KCL writes none).
 	From int64
+	// LogEvent (with HasLogEvent): the checkpoint is inside a CloudWatch
+	// Logs batch, at this event of it (an attribute of ours).
+	LogEvent    int64
+	HasLogEvent bool
 }
 
 // Finished reports whether the lease's shard was read to its end.
@@ -124,12 +128,15 @@ func ParseItem(item map[string]types.AttributeValue) (l Lease, ok bool, err erro
 	for _, f := range []struct {
 		name string
 		dst  *int64
-	}{{attrCounter, &l.Counter}, {attrSwitches, &l.OwnerSwitches}, {attrSubSeq, &l.SubSequence}, {attrFrom, &l.From}} {
+	}{{attrCounter, &l.Counter}, {attrSwitches, &l.OwnerSwitches}, {attrSubSeq, &l.SubSequence}, {attrFrom, &l.From}, {attrLogEvent, &l.LogEvent}} {
 		if *f.dst, err = num(item, f.name); err != nil {
 			return Lease{}, false, fmt.Errorf("lease %s: %w", key, err)
 		}
 	}
 	_, l.HasSubSequence = item[attrSubSeq]
+	if _, l.HasLogEvent = item[attrLogEvent]; l.HasLogEvent && l.LogEvent < 0 {
+		return Lease{}, false, fmt.Errorf("lease %s: %s %d is negative", key, attrLogEvent, l.LogEvent)
+	}
 	if l.Parents, err = strSet(item, attrParents); err != nil {
 		return Lease{}, false, fmt.Errorf("lease %s: %w", key, err)
 	}

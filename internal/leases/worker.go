@@ -28,8 +28,9 @@ type WorkerOptions struct {
 	// past the moment our leases may be taken.
 	CallTimeout time.Duration
 	// Start is where leases created by this worker start when the table
-	// holds none of the stream's leases yet (the first worker of an
-	// application); later leases (new children) start at TRIM_HORIZON.
+	// held none of the stream's leases at its first sync (the first worker
+	// of an application), for the shards it knew then; later leases (new
+	// children) start at TRIM_HORIZON.
 	Start tail.StartMode
 	// Timestamp of a StartAtTimestamp start; it is written into the leases
 	// (an attribute of ours the KCL ignores), so that every worker starts
@@ -55,6 +56,11 @@ type Worker struct {
 	rng  *rand.Rand
 	held map[string]heldLease // shard -> our hold on it
 	seen map[string]observation
+	// initial: the shards known at our first scan, when the table held
+	// none of the stream's leases; their leases start where Start says,
+	// in whichever sync they are created (one may fail at first). Used
+	// by Sync only (never two at once).
+	initial map[string]bool
 }
 
 // heldLease is a lease we hold: the counter we last wrote, and the moment
@@ -169,7 +175,25 @@ func (w *Worker) Sync(ctx context.Context, known []tail.ShardInfo) (*tail.Assign
 			a.Starts[id] = start
 		}
 	}
+	a.Free = w.free(leases, a.Held, now)
 	return a, nil
+}
+
+// free lists the leases ready to be worked on that nobody holds (no
+// owner, or one whose lease expired) and we did not take.
+func (w *Worker) free(leases map[string]*Lease, held map[string]time.Time, now time.Time) map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]bool{}
+	for id, l := range leases {
+		if _, ours := held[id]; ours || l.Finished() || !parentsFinished(l, leases) {
+			continue
+		}
+		if l.Owner == "" || l.Owner == w.opts.WorkerID || w.expired(id, now) {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // renewAll renews every held lease, a bounded number at a time. A lease
@@ -239,34 +263,53 @@ func (w *Worker) dropLost(leases map[string]*Lease) {
 }
 
 // createMissing writes leases for shards nobody has written yet. A closed
-// shard whose child already has a lease is finished: the KCL deletes a
-// parent's lease once its children are under way, and recreating it would
-// read it all again.
+// shard whose child's lease is under way (checkpointed past its start) is
+// finished: the KCL deletes a parent's lease once its children are under
+// way, and recreating it would read it all again. A child's lease that
+// merely exists says nothing: the parent's create may have failed in the
+// sync that created both, and skipping the parent then would give its
+// child out with the parent unread.
 func (w *Worker) createMissing(ctx context.Context, known []tail.ShardInfo, leases map[string]*Lease) error {
-	first := len(leases) == 0
-	hasLeasedChild := map[string]bool{}
+	if w.initial == nil {
+		w.initial = map[string]bool{}
+		if len(leases) == 0 {
+			for _, s := range known {
+				w.initial[s.ID] = true
+			}
+		}
+	}
+	childUnderWay := map[string]bool{}
 	for _, s := range known {
-		if leases[s.ID] != nil {
+		if l := leases[s.ID]; l != nil && underWay(l) {
 			for _, p := range s.Parents {
-				hasLeasedChild[p] = true
+				childUnderWay[p] = true
 			}
 		}
 	}
 	var todo []tail.ShardInfo
 	for _, s := range known {
-		if leases[s.ID] == nil && !(s.Closed && hasLeasedChild[s.ID]) {
+		if leases[s.ID] == nil && !(s.Closed && childUnderWay[s.ID]) {
 			todo = append(todo, s)
 		}
 	}
 	created := make([]*Lease, len(todo))
 	errs := make([]error, len(todo))
-	parallel(len(todo), func(i int) { created[i], errs[i] = w.create(ctx, todo[i], first) })
+	parallel(len(todo), func(i int) { created[i], errs[i] = w.create(ctx, todo[i], w.initial[todo[i].ID]) })
 	for i, l := range created {
 		if l != nil {
 			leases[todo[i].ID] = l
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// underWay: the lease was checkpointed past where its shard starts.
+func underWay(l *Lease) bool {
+	switch l.Checkpoint {
+	case "", TrimHorizon, Latest, AtTimestamp:
+		return false
+	}
+	return true
 }
 
 // finishTrimmed writes SHARD_END to the leases of shards retention

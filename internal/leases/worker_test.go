@@ -1,10 +1,12 @@
 package leases
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -233,5 +235,126 @@ func BenchmarkSyncHeldLeases(b *testing.B) {
 		if a, err := w.Sync(context.Background(), known); err != nil || len(a.Held) != n {
 			b.Fatalf("sync: %d held, %v", len(a.Held), err)
 		}
+	}
+}
+
+// A checkpoint inside a CloudWatch Logs batch keeps the event's index in
+// checkpointLogEventIndex (an attribute of ours, beside the KCL's
+// checkpoint and sub-sequence number), written in the same UpdateItem and
+// removed by every checkpoint that is not inside a batch. On the
+// in-memory table and on dynalite (which checks the expressions as
+// DynamoDB does).
+func TestCheckpointInsideBatch(t *testing.T) {
+	backends := map[string]func(t *testing.T) (DynamoAPI, string){
+		"memtable": func(t *testing.T) (DynamoAPI, string) { m, table := memTable(t); return m, table },
+		"dynalite": func(t *testing.T) (DynamoAPI, string) { c := requireDynamo(t); return c, newTable(t, c) },
+	}
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			api, table := open(t)
+			ctx := context.Background()
+			w, err := NewWorker(api, WorkerOptions{Table: table, WorkerID: "a", LeaseDuration: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			known := shardsOf(testGraph(t))
+			if _, err := w.Sync(ctx, known); err != nil {
+				t.Fatal(err)
+			}
+			const shard = "shardId-000000000000"
+			for _, c := range []struct {
+				p, want tail.Position
+				attr    string // checkpointLogEventIndex as stored; "" = absent
+			}{
+				{tail.Position{SequenceNumber: "5", InBatch: true, LogEventIndex: 3}, tail.Position{SequenceNumber: "5", Aggregated: true, InBatch: true, LogEventIndex: 3}, "3"},
+				{tail.Position{SequenceNumber: "6"}, tail.Position{SequenceNumber: "6", Aggregated: true}, ""},
+				{tail.Position{SequenceNumber: "7", Aggregated: true, SubSequence: 2, InBatch: true, LogEventIndex: 0}, tail.Position{SequenceNumber: "7", Aggregated: true, SubSequence: 2, InBatch: true}, "0"},
+				{tail.Position{SequenceNumber: "7", Aggregated: true, SubSequence: 2}, tail.Position{SequenceNumber: "7", Aggregated: true, SubSequence: 2}, ""},
+				{tail.Position{SequenceNumber: "8", InBatch: true, LogEventIndex: 1}, tail.Position{SequenceNumber: "8", Aggregated: true, InBatch: true, LogEventIndex: 1}, "1"},
+				{tail.Position{ShardEnd: true}, tail.Position{ShardEnd: true}, ""},
+			} {
+				if err := w.Checkpoint(ctx, shard, c.p); err != nil {
+					t.Fatalf("checkpoint %v: %v", c.p, err)
+				}
+				ls, err := Scan(ctx, api, table)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got tail.Position
+				for _, l := range ls {
+					if l.ShardID == shard {
+						got, _ = positionOf(&l)
+					}
+				}
+				if got != c.want {
+					t.Fatalf("checkpoint %v reads back as %v, want %v", c.p, got, c.want)
+				}
+				if mt, ok := api.(*leasestest.MemTable); ok {
+					v, has := mt.Item(table, shard)["checkpointLogEventIndex"].(*types.AttributeValueMemberN)
+					if has != (c.attr != "") || (has && v.Value != c.attr) {
+						t.Fatalf("checkpoint %v: checkpointLogEventIndex %v, want %q", c.p, v, c.attr)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A tail sharing a stream through the table stops inside a CloudWatch Logs
+// batch (--max-records); the worker that takes the lease next resumes at
+// the next log event.
+func TestLeaseResumeInsideBatch(t *testing.T) {
+	f := fake.New()
+	f.AddStream("s", 1)
+	batch := func(msgs ...string) []byte {
+		var b strings.Builder
+		zw := gzip.NewWriter(&b)
+		fmt.Fprintf(zw, `{"messageType":"DATA_MESSAGE","owner":"1","logGroup":"g","logStream":"l","subscriptionFilters":["f"],"logEvents":[`)
+		for i, m := range msgs {
+			if i > 0 {
+				zw.Write([]byte(","))
+			}
+			fmt.Fprintf(zw, `{"id":"%d","timestamp":%d,"message":%q}`, i, 1796032800000+i, m)
+		}
+		zw.Write([]byte("]}"))
+		zw.Close()
+		return []byte(b.String())
+	}
+	f.Put("s", "k", batch("e0", "e1", "e2", "e3", "e4"))
+	f.Put("s", "k", []byte("after"))
+	m, table := memTable(t)
+	run := func(id string, max int64) []string {
+		w, err := NewWorker(m, WorkerOptions{Table: table, WorkerID: id, LeaseDuration: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		opts := tail.Options{StreamName: "s", PollInterval: 20 * time.Millisecond, RelistInterval: 200 * time.Millisecond,
+			CheckpointInterval: 50 * time.Millisecond, IdleExit: 400 * time.Millisecond, Leases: w, CWLogs: true, MaxRecords: max}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err = tail.New(f, tail.NewMemoryStore(nil), opts, func(b []tail.Record) error {
+			for _, r := range b {
+				if r.Log != nil {
+					got = append(got, r.Log.Message)
+				} else {
+					got = append(got, string(r.Data))
+				}
+			}
+			return nil
+		}).Run(ctx)
+		if err != nil {
+			t.Fatalf("tail %s: %v", id, err)
+		}
+		return got
+	}
+	if got := run("a", 3); !slices.Equal(got, []string{"e0", "e1", "e2"}) {
+		t.Fatalf("worker a printed %v", got)
+	}
+	if v, ok := m.Item(table, "shardId-000000000000")["checkpointLogEventIndex"].(*types.AttributeValueMemberN); !ok || v.Value != "2" {
+		t.Fatalf("checkpointLogEventIndex after a stop at event 3: %v", m.Item(table, "shardId-000000000000"))
+	}
+	if got := run("b", 0); !slices.Equal(got, []string{"e3", "e4", "after"}) {
+		t.Fatalf("worker b printed %v, want the rest of the batch and the next record", got)
 	}
 }

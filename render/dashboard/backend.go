@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/consumer"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
@@ -45,6 +46,13 @@ type Backend interface {
 	// (--kcl-table): owners, checkpoints, blocked children. It is called
 	// only when Options.LeaseOverlay is set.
 	Leases(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error)
+	// Lag reads a consumer's positions (a checkpoint file, a lease table)
+	// over the listing, as `kinesis-shards lag` does, and with measure
+	// also how far behind the tip each shard's position is (one
+	// GetShardIterator and one GetRecords per shard): the LAG column. It
+	// is called only when Options.Lag is set; measure is off while the
+	// sampling reader is paused, which promises no GetRecords call.
+	Lag(ctx context.Context, ref kstream.Ref, g *lineage.Graph, sum *kstream.Summary, measure bool) (*consumer.Report, error)
 }
 
 // ReadOptions configure the sampling reader.

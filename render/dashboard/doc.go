@@ -6,7 +6,8 @@
 // stream picker, the lineage tree pane (render.TreeLines, scrollable, the
 // selected shard highlighted), the shard table (state, key-space share,
 // sampled records/s and bytes/s in, how far behind the sampling reader
-// is, the checkpoint position of a checkpoint file; one entry per column),
+// is, the checkpoint position of a checkpoint file, a consumer's lag; one
+// entry per column),
 // the live record pane, and the split/merge dialog with its preview and
 // confirmation, which hands back what only the root can do (plan, sample,
 // run, cancel). Besides its keys, the root routes each message to the part
@@ -17,7 +18,8 @@
 // The dashboard reaches the service only through Backend, an interface it
 // declares in the domain's types (list streams, describe, list shards,
 // wait for ACTIVE, quota, sample, reshard, the sampling reader, the
-// checkpoint file and the KCL lease overlay); cmd implements it with the
+// checkpoint file, the lease overlay and a consumer's lag, read with each
+// listing); cmd implements it with the
 // real clients, tests in memory. Every call happens in a tea.Cmd, never
 // inside Update: the listing is refreshed on a timer, the live figures come
 // from Backend.Read (cmd's is a tail from the tip of every open shard, with
@@ -31,7 +33,8 @@
 // --no-color) gives plain text; the selected row also carries a text mark
 // (▸), so nothing depends on colour.
 //
-// Imports: render, lineage, reshard, tail, internal/kstream, bubbletea,
+// Imports: render, lineage, reshard, tail, internal/kstream,
+// internal/consumer (lag report types), bubbletea,
 // bubbles (key, spinner), x/ansi and the standard library; no AWS SDK
 // package. Nothing here reads flags or the environment: cmd/dashboard.go
 // does that and fills Options.

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -102,19 +101,4 @@ func formatRate(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(v/1000, 'f', 1, 64) + "k"
-}
-
-// formatBehind prints how far behind the tip a reader is: "0s", "850ms", "12s", "3m20s".
-func formatBehind(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }

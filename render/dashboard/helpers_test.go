@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"math/big"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/consumer"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -36,6 +38,11 @@ type fakeBackend struct {
 	names   []string
 	listErr error
 	leases  func(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error)
+	// lagSource is the consumer's positions the LAG column reads (nil: an
+	// error), measured on the fake as cmd measures them on the service;
+	// lagMeasure records the measure flag of every Lag call.
+	lagSource  consumer.Source
+	lagMeasure []bool
 	// lost, when set, is what SplitShard and MergeShards return after
 	// taking effect: the answer to the call is lost.
 	lost error
@@ -97,6 +104,28 @@ func (f *fakeBackend) ReadCheckpoint(path string) (tail.StreamIdentity, map[stri
 
 func (f *fakeBackend) Leases(ctx context.Context, g *lineage.Graph, sum *kstream.Summary) (map[string]*render.LeaseMark, error) {
 	return f.leases(ctx, g, sum)
+}
+
+func (f *fakeBackend) Lag(ctx context.Context, ref kstream.Ref, g *lineage.Graph, sum *kstream.Summary, measure bool) (*consumer.Report, error) {
+	f.mu.Lock()
+	f.lagMeasure = append(f.lagMeasure, measure)
+	src := f.lagSource
+	f.mu.Unlock()
+	if src == nil {
+		return nil, errors.New("no positions")
+	}
+	return consumer.Lag(ctx, f.Fake, ref, g, sum, src, consumer.Options{Measure: measure})
+}
+
+// memCheckpoint is a tail checkpoint held in memory, as a consumer.Source.
+type memCheckpoint map[string]tail.Position
+
+func (m memCheckpoint) Ref() consumer.SourceRef {
+	return consumer.SourceRef{Kind: consumer.SourceCheckpoint, Name: "orders.checkpoint"}
+}
+
+func (m memCheckpoint) Read(_ context.Context, g *lineage.Graph, _ *kstream.Summary) ([]consumer.ShardLag, string, error) {
+	return consumer.FromCheckpoint(g, m), "", nil
 }
 
 // answerLost makes the reshard calls and then returns err, as a client

@@ -138,7 +138,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, tea.Batch(cmds...)
 		}
 		return m, m.key(msg)
-	case refreshTickMsg, streamsMsg, streamMsg, checkpointMsg, leasesMsg:
+	case refreshTickMsg, streamsMsg, streamMsg, checkpointMsg, leasesMsg, lagMsg:
 		return m, m.updateStream(msg)
 	case figureTickMsg, recordsMsg, pollMsg, readerDoneMsg:
 		return m, m.updateReader(msg)
@@ -192,7 +192,7 @@ func (m *Model) layout() layoutSizes {
 	}
 	l.wide = true
 	l.topH = l.bodyH * 3 / 5
-	natural := m.table.naturalWidth(m.opts.Checkpoint != "")
+	natural := m.table.naturalWidth(m.opts.Checkpoint != "", m.opts.Lag)
 	l.tableW = min(natural, m.width*3/5)
 	l.treeW = m.width - 1 - l.tableW
 	l.treeH, l.tableH = max(l.topH-1, 1), max(l.topH-1, 1)

@@ -28,6 +28,9 @@ type Options struct {
 	// LeaseOverlay lays the KCL lease table Backend.Leases reads over the
 	// tree at every listing (--kcl-table).
 	LeaseOverlay bool
+	// Lag adds the LAG column, read with Backend.Lag at every listing
+	// (--checkpoint, --lease-table or --kcl-table).
+	Lag bool
 	// DescribeError words an error for the status line (cmd passes the
 	// wording the commands use); nil uses err.Error().
 	DescribeError func(error) string

@@ -9,6 +9,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/consumer"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
@@ -27,6 +28,11 @@ type streamState struct {
 	loadedAt time.Time
 	loading  bool
 	checkpt  map[string]tail.Position
+	// lag is the LAG column's figures as last read (nil: not yet), and
+	// lagLoading says a read is under way (one at a time: measuring every
+	// shard can take longer than a refresh).
+	lag        map[string]consumer.ShardLag
+	lagLoading bool
 	// The account's shard quota for the planner, read with the listing
 	// when quotaDue.
 	quota    *reshard.Quota
@@ -64,6 +70,11 @@ type (
 		marks map[string]*render.LeaseMark
 		err   error
 	}
+	lagMsg struct {
+		gen    int
+		report *consumer.Report
+		err    error
+	}
 )
 
 // updateStream takes the timer's tick and what the listings read.
@@ -95,6 +106,8 @@ func (m *Model) updateStream(msg tea.Msg) tea.Cmd {
 		m.checkpointRead(msg)
 	case leasesMsg:
 		m.leasesRead(msg)
+	case lagMsg:
+		m.lagRead(msg)
 	}
 	return nil
 }
@@ -157,6 +170,19 @@ func (m *Model) readLeasesCmd(g *lineage.Graph, sum *kstream.Summary) tea.Cmd {
 		defer cancel()
 		marks, err := b.Leases(ctx, g, sum)
 		return leasesMsg{gen: gen, marks: marks, err: err}
+	}
+}
+
+// readLagCmd reads the consumer's positions and, unless the reader is
+// paused, measures how far behind each shard is.
+func (m *Model) readLagCmd(g *lineage.Graph, sum *kstream.Summary) tea.Cmd {
+	ctx, b, ref, gen, timeout, measure := m.ctx, m.opts.Backend, m.stream.ref, m.stream.gen, m.opts.CallTimeout, !m.reader.paused
+	m.stream.lagLoading = true
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		r, err := b.Lag(ctx, ref, g, sum, measure)
+		return lagMsg{gen: gen, report: r, err: err}
 	}
 }
 
@@ -229,6 +255,9 @@ func (m *Model) streamLoaded(msg streamMsg) tea.Cmd {
 	if m.opts.LeaseOverlay {
 		cmds = append(cmds, m.readLeasesCmd(msg.graph, msg.sum))
 	}
+	if m.opts.Lag && !s.lagLoading {
+		cmds = append(cmds, m.readLagCmd(msg.graph, msg.sum))
+	}
 	if first {
 		switch {
 		case m.opts.NoReader:
@@ -299,6 +328,29 @@ func (m *Model) leasesRead(msg leasesMsg) {
 	sort.Strings(blocked)
 	if len(blocked) > 0 {
 		m.setStatus(statusWarn, fmt.Sprintf("lease table: %d blocked: %s", len(blocked), strings.Join(blocked, "; ")))
+		m.status.refresh = true
+	}
+}
+
+// lagRead takes the LAG column's figures; a failure keeps the last ones
+// and says so on the status line.
+func (m *Model) lagRead(msg lagMsg) {
+	if msg.gen != m.stream.gen {
+		return
+	}
+	m.stream.lagLoading = false
+	if msg.err != nil {
+		m.setStatus(statusWarn, "lag: "+m.opts.DescribeError(msg.err))
+		m.status.refresh = true
+		return
+	}
+	lag := make(map[string]consumer.ShardLag, len(msg.report.Shards))
+	for _, s := range msg.report.Shards {
+		lag[s.ShardID] = s
+	}
+	m.stream.lag = lag
+	if failed := msg.report.Failed(); len(failed) > 0 {
+		m.setStatus(statusWarn, fmt.Sprintf("lag: %d shard(s) not measured: %s %s", len(failed), lineage.ShortID(failed[0].ShardID), failed[0].Error))
 		m.status.refresh = true
 	}
 }

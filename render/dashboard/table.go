@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/consumer"
 	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
@@ -26,6 +27,10 @@ type tableData struct {
 	snap       map[string]shardSnap
 	checkpoint map[string]tail.Position // nil without --checkpoint
 	sampling   bool                     // a sampling reader runs
+	// lag is the consumer's standing per shard (the LAG column), nil
+	// until read; lagOn says the column is shown.
+	lag   map[string]consumer.ShardLag
+	lagOn bool
 }
 
 // shardTable lists the shards: open ones by hash range first (they carry
@@ -136,9 +141,10 @@ type column struct {
 
 const checkpointWidth = 14
 
-// tableColumns are SHARD STATE SHARE REC/S IN/S BEHIND, and CHECKPOINT
-// with --checkpoint.
-func tableColumns(checkpoint bool) []column {
+// tableColumns are SHARD STATE SHARE REC/S IN/S BEHIND, CHECKPOINT with
+// --checkpoint, and LAG with a consumer's positions (--checkpoint,
+// --lease-table, --kcl-table).
+func tableColumns(checkpoint, lag bool) []column {
 	dim := func(th render.Theme, _ *lineage.Shard, v string) string { return th.Dim.Render(v) }
 	// figure is a live figure: for open shards the reader has polled; "…"
 	// for open shards it has not polled yet.
@@ -171,13 +177,50 @@ func tableColumns(checkpoint bool) []column {
 		}},
 		{header: "REC/S", right: true, natural: 5, cell: figure(func(sn shardSnap) string { return formatRate(sn.recs) })},
 		{header: "IN/S", right: true, natural: 11, cell: figure(func(sn shardSnap) string { return text.Bytes(sn.bytes) + "/s" })},
-		{header: "BEHIND", right: true, natural: 6, cell: figure(func(sn shardSnap) string { return formatBehind(sn.behind) })},
+		{header: "BEHIND", right: true, natural: 6, cell: figure(func(sn shardSnap) string { return render.FormatBehind(sn.behind) })},
 	}
 	if checkpoint {
 		cols = append(cols, column{header: "CHECKPOINT", natural: checkpointWidth, style: dim,
 			cell: func(s *lineage.Shard, d tableData) string { return formatPosition(d.checkpoint[s.ID]) }})
 	}
+	if lag {
+		cols = append(cols, column{header: "LAG", right: true, natural: 7, cell: lagCell,
+			style: func(th render.Theme, _ *lineage.Shard, v string) string {
+				switch v {
+				case "blocked", "trimmed", "?":
+					return th.Warn.Render(v)
+				case "done", "-", "…":
+					return th.Dim.Render(v)
+				}
+				return v
+			}})
+	}
 	return cols
+}
+
+// lagCell is how far behind the tip the consumer is on the shard, or its
+// state when there is no figure: done (SHARD_END), blocked (by a parent
+// not finished), trimmed, ? (the figure could not be read), - (not
+// measured: the reader is paused), … (not read yet).
+func lagCell(s *lineage.Shard, d tableData) string {
+	sl, ok := d.lag[s.ID]
+	switch {
+	case !ok && d.lag == nil:
+		return "…"
+	case !ok:
+		return "-"
+	case sl.State == consumer.StateFinished:
+		return "done"
+	case sl.State == consumer.StateBlocked:
+		return "blocked"
+	case sl.State == consumer.StateTrimmed:
+		return "trimmed"
+	case sl.Error != "":
+		return "?"
+	case sl.MillisBehindLatest != nil:
+		return render.FormatBehind(time.Duration(*sl.MillisBehindLatest) * time.Millisecond)
+	}
+	return "-"
 }
 
 // View draws the header and the visible rows.
@@ -186,7 +229,7 @@ func (t *shardTable) View(d tableData) []string {
 	if t.g == nil {
 		return block([]string{th.Dim.Render("  listing shards…")}, t.w, t.h)
 	}
-	cols := tableColumns(d.checkpoint != nil)
+	cols := tableColumns(d.checkpoint != nil, d.lagOn)
 	cells := make([][]string, len(t.shown))
 	width := make([]int, len(cols))
 	for c, col := range cols {
@@ -246,8 +289,8 @@ func (t *shardTable) View(d tableData) []string {
 
 // naturalWidth is the table's width with its widest usual cells (for the
 // side-by-side layout).
-func (t *shardTable) naturalWidth(checkpoint bool) int {
-	cols := tableColumns(checkpoint)
+func (t *shardTable) naturalWidth(checkpoint, lag bool) int {
+	cols := tableColumns(checkpoint, lag)
 	w := 2 + 2*(len(cols)-1)
 	for _, c := range cols {
 		w += c.natural

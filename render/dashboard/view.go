@@ -100,7 +100,7 @@ func (m *Model) paneView(p pane, w int) []string {
 	case paneTree:
 		body = m.tree.View()
 	case paneTable:
-		body = m.table.View(tableData{snap: m.reader.snap, checkpoint: m.checkpointView(), sampling: m.reader.reading})
+		body = m.table.View(tableData{snap: m.reader.snap, checkpoint: m.checkpointView(), sampling: m.reader.reading, lag: m.stream.lag, lagOn: m.opts.Lag})
 	case paneRecords:
 		body = m.records.View(m.recordsEmpty())
 	}

@@ -24,7 +24,8 @@ func runJQBenchmarks(ctx context.Context, c *config, rep *report) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "internal/jq/bench_test.go (`-cpu 1 -count %d`): one page of 10,000 records with JSON payloads of about 200 bytes "+
-		"(one in ten at level \"error\"), from the records as the reader delivers them to the lines written out (to io.Discard). "+
+		"(one in ten at level \"error\"), from the records as the reader delivers them, through the Select that tail runs on each page "+
+		"(internal/jq.Select, with a context that can end, as the readers' does), to the lines written out by tail's RecordWriter (to io.Discard). "+
 		"The figures are per CPU-second of the benchmark process, so per core; \"shards\" is how many shards at their full read quota "+
 		"(2 MiB/s of these records) one core keeps up with, for this step alone.\n\n"+
 		"| Step | records / CPU-s | MiB / CPU-s | shards at 2 MiB/s | allocs / record | cost next to no filter |\n|---|---|---|---|---|---|\n", c.count)
@@ -42,7 +43,8 @@ func runJQBenchmarks(ctx context.Context, c *config, rep *report) error {
 			scale(res.get(row.name, "MiB/cpu-s"), 0.5).cell(), num(res.get(row.name, "allocs/op").median()/10000), times)
 	}
 	b.WriteString("\nMost of a filter's cost is the input, not the expression: the record made into an object and its payload " +
-		"parsed (encoding/json, numbers kept exact as json.Number) for every record, kept or not.\n")
+		"parsed (encoding/json, numbers kept exact as json.Number) for every record, kept or not. tail evaluates in each shard's " +
+		"reader before the delivery lock, so the shards of a stream share the machine's cores; only the writing is serialised.\n")
 	rep.add(25, "jq filters and transforms (`tail --filter`, `--jq`), in-process", b.String())
 	return nil
 }

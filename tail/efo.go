@@ -71,6 +71,7 @@ func (r *reader) read(ctx context.Context) error {
 // that closed under a subscription, and a refused resume "after" the last
 // record of a closed shard.
 func (r *reader) subscribe(ctx context.Context) error {
+	r.calling.Store(r.t.now().UnixNano()) // awaiting the first event
 	start := efoStart(r.start)
 	refused := "" // the sequence number an AFTER start was refused at
 	var total efo.Stats
@@ -141,6 +142,7 @@ func (r *reader) subscribe(ctx context.Context) error {
 // asks the new subscription.
 func (r *reader) event(b efo.Batch, knownClosed bool, fails *failureRun) error {
 	*fails = failureRun{}
+	defer func() { r.calling.Store(r.t.now().UnixNano()) }() // the next one is awaited
 	batch, size := r.convert(b.Records)
 	if r.t.opts.OnPoll != nil {
 		r.t.opts.OnPoll(PollStats{ShardID: r.id, Records: len(b.Records), Bytes: size, MillisBehind: b.MillisBehindLatest, At: r.t.now()})
@@ -218,6 +220,13 @@ func (r *reader) subscribeNotFound(ctx context.Context, err error) error {
 	}
 	return r.end(nil)
 }
+
+// eventsWithin is how long a subscribed reader may go without an event
+// and still count as at its tip (reader.unanswered): the service sends
+// events while a shard is idle too (kinesis-mock: one a second), so a
+// longer silence is a stalled stream or a subscription that has not
+// answered yet, which may hold records.
+const eventsWithin = 3 * time.Second
 
 // efoStart is a reader's start as a starting position.
 func efoStart(sp startPoint) efo.Position {

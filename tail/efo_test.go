@@ -312,3 +312,36 @@ func TestEFOWithLeasesRefused(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A subscription that stalls (no event, the connection open) leaves the
+// reader off its tip once it has been silent for eventsWithin: a longer
+// --idle-exit waits for the reader to subscribe again, and the records
+// written meanwhile are delivered before the tail exits 0.
+func TestEFOIdleExitWaitsThroughAStall(t *testing.T) {
+	w := newWorldOf(t, 1, "efo")
+	w.efoOptions.Lifetime = 50 * time.Millisecond // subscriptions end often: the next one stalls
+	w.put(1, 5)
+	opts := w.with(fastOptions())
+	opts.IdleExit = eventsWithin + time.Second
+	opts.efoTune = func(o *efo.Options) {
+		fastEFO(o)
+		o.IdleTimeout = eventsWithin + 3*time.Second // the stall outlasts --idle-exit
+	}
+	out := &sink{}
+	done := make(chan Result, 1)
+	go func() { done <- runTail(t, w.fake, NewMemoryStore(nil), opts, out) }()
+	for len(out.records()) < 5 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	n := len(w.efo.Calls())
+	w.efo.Fail("shardId-000000000000", fanout.Fault{AfterEvents: 1, Stall: true})
+	for len(w.efo.Calls()) <= n {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // past its one event
+	w.put(1, 3)
+	if res := <-done; res.Reason != StopIdle {
+		t.Fatalf("reason %v", res.Reason)
+	}
+	w.checkDelivered(out.records(), true)
+}

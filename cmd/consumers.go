@@ -294,22 +294,8 @@ func deregisterConsumer(ctx context.Context, f *Factory, api consumersAPI, ref k
 // waitConsumer waits for a consumer to be ACTIVE (active) or gone, with
 // progress on stderr.
 func waitConsumer(ctx context.Context, f *Factory, api consumersAPI, ref kstream.Ref, name string, wait kstream.ConsumerWaitOptions, active bool) (*kstream.Consumer, error) {
-	var p *progress
-	goal := "ACTIVE"
-	if !active {
-		goal = "gone"
-	}
-	wait.OnPoll = func(status types.ConsumerStatus, _ time.Duration) {
-		if status == "" || (active && status == types.ConsumerStatusActive) {
-			return // there: the final line says so
-		}
-		msg := fmt.Sprintf("waiting for consumer %s of stream %s to be %s (%s)", name, ref, goal, status)
-		if p == nil {
-			p = f.startProgress(msg)
-		} else {
-			p.Update(msg)
-		}
-	}
+	onPoll, stop := consumerProgress(f, ref, name, active)
+	wait.OnPoll = onPoll
 	var c *kstream.Consumer
 	var err error
 	if active {
@@ -317,13 +303,7 @@ func waitConsumer(ctx context.Context, f *Factory, api consumersAPI, ref kstream
 	} else {
 		err = kstream.WaitConsumerGone(ctx, api, ref, name, wait)
 	}
-	if p != nil {
-		final := ""
-		if err == nil {
-			final = fmt.Sprintf("consumer %s is %s after %s", name, goal, formatDuration(p.Elapsed()))
-		}
-		p.Stop(final)
-	}
+	stop(err)
 	var te *kstream.ConsumerTimeoutError
 	if errors.As(err, &te) {
 		return nil, fmt.Errorf("%w (raise --wait to wait longer)", err)

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -237,8 +236,8 @@ func TestCompleteConsumerNames(t *testing.T) {
 	}{
 		{"deregister", []string{"consumers", name, "--deregister", "reader"}, []string{"reader-a\tactive", "reader-b\tactive"}},
 		{"by ARN", []string{"consumers", arn, "--deregister", "o"}, []string{"other\tactive"}},
-		{"consumer flag", []string{"consumer-stand-in", name, "--consumer", ""}, []string{"other\tactive", "reader-a\tactive", "reader-b\tactive"}},
-		{"no stream yet", []string{"consumer-stand-in", "--consumer", ""}, nil},
+		{"tail --consumer", []string{"tail", name, "--efo", "--consumer", ""}, []string{"other\tactive", "reader-a\tactive", "reader-b\tactive"}},
+		{"no stream yet", []string{"tail", "--consumer", ""}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := completeConsumers(t, tt.args...)
@@ -249,8 +248,8 @@ func TestCompleteConsumerNames(t *testing.T) {
 	}
 }
 
-// completeConsumers runs `__complete` on the real tree plus a stand-in
-// command with a --consumer flag (tail's, to come), against the emulator.
+// completeConsumers runs `__complete` on the real tree, against the
+// emulator.
 func completeConsumers(t *testing.T, args ...string) compResult {
 	t.Helper()
 	e := emulator.Require(t)
@@ -260,10 +259,6 @@ func completeConsumers(t *testing.T, args ...string) compResult {
 		return kinesis.New(e.ClientOptions(), func(o *kinesis.Options) { o.Region = emulator.Region }), nil
 	}
 	root := NewRootCmd(f)
-	stand := &cobra.Command{Use: "consumer-stand-in STREAM", RunE: func(*cobra.Command, []string) error { return errors.New("stand-in") }}
-	stand.Flags().String("consumer", "", "")
-	root.AddCommand(stand)
-	registerCompletions(root, f)
 	root.SetArgs(append([]string{cobra.ShellCompRequestCmd}, args...))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -6,7 +6,8 @@ package cmd
 //
 //   - TestTailCrashDuringCheckpointWrites: kill -9 at random moments and the
 //     instant a checkpoint's temporary file appears (inotify), while a
-//     writer keeps writing and the stream is split and merged. After every
+//     writer keeps writing and the stream is split and merged, polling and
+//     subscribed (--efo). After every
 //     kill the checkpoint file parses and names the stream; every resume
 //     starts each shard just after its checkpoint; what a resume prints
 //     again was printed within the last checkpoint interval before the
@@ -257,158 +258,169 @@ func crWatch(t *testing.T, dir, base string) <-chan string {
 }
 
 func TestTailCrashDuringCheckpointWrites(t *testing.T) {
-	t.Parallel()
-	e := emulator.Require(t)
-	if !e.Caps.Reshard {
-		t.Skipf("%s cannot reshard", e.Backend)
-	}
-	seed := fmSeed(t)
-	rng := rand.New(rand.NewPCG(seed, 0xc4a54))
-	t.Logf("seed %d (KINESIS_SHARDS_FAULT_SEED replays the kill times)", seed)
-	c := e.Client(t)
-	stream := emulator.StreamName(t)
-	e.CreateStream(t, c, stream, 2)
-	sum, err := kstream.Describe(context.Background(), c, kstream.Ref{Name: stream})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &crWriter{c: c, stream: stream, keys: 6, every: 60 * time.Millisecond}
-	w.start()
-	dir := t.TempDir()
-	cpPath := filepath.Join(dir, "cp.json")
-	temps := crWatch(t, dir, "cp.json")
-	env := append(e.Env(), "XDG_STATE_HOME="+t.TempDir())
+	for _, read := range tailReads[:2] {
+		t.Run(read.name, func(t *testing.T) {
+			t.Parallel()
+			e := emulator.Require(t)
+			if !e.Caps.Reshard {
+				t.Skipf("%s cannot reshard", e.Backend)
+			}
+			seed := fmSeed(t)
+			rng := rand.New(rand.NewPCG(seed, 0xc4a54))
+			t.Logf("seed %d (KINESIS_SHARDS_FAULT_SEED replays the kill times)", seed)
+			c := e.Client(t)
+			stream := emulator.StreamName(t)
+			e.CreateStream(t, c, stream, 2)
+			endpoint, tailArgs := read.setup(t, e, c, stream)
+			sum, err := kstream.Describe(context.Background(), c, kstream.Ref{Name: stream})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &crWriter{c: c, stream: stream, keys: 6, every: 60 * time.Millisecond}
+			w.start()
+			dir := t.TempDir()
+			cpPath := filepath.Join(dir, "cp.json")
+			temps := crWatch(t, dir, "cp.json")
+			env := tailEnv(e, t, endpoint)
 
-	const runs = 16
-	var (
-		all          []*crRun
-		midWrite     int // kills that left a temporary file: between write and rename
-		maxUnsavedAt time.Duration
-	)
-	for i := range runs {
-		switch i {
-		case runs / 3:
-			splitShard(t, e, c, stream, openIDs(t, c, stream)[0])
-		case 2 * runs / 3:
-			mergeOpen(t, e, c, stream, 0)
-		}
-		// Odd runs save every 10 ms and are killed the instant a save
-		// creates its temporary file; even runs save every 200 ms and are
-		// killed at a random moment.
-		interval := 200 * time.Millisecond
-		if i%2 == 1 {
-			interval = 10 * time.Millisecond
-		}
-		r := crStart(t, env, interval, stream, "--checkpoint", cpPath, "--checkpoint-interval", interval.String(),
-			"--poll-interval", "200ms", "--relist-interval", "1s")
-		if i%2 == 1 {
-			// Drain events of earlier runs, let this one read for a while,
-			// then kill it at its next save.
-			time.Sleep(time.Duration(200+rng.IntN(600)) * time.Millisecond)
-		drain:
-			for {
-				select {
-				case <-temps:
-				default:
-					break drain
+			const runs = 16
+			var (
+				all          []*crRun
+				midWrite     int // kills that left a temporary file: between write and rename
+				maxUnsavedAt time.Duration
+			)
+			for i := range runs {
+				switch i {
+				case runs / 3:
+					splitShard(t, e, c, stream, openIDs(t, c, stream)[0])
+				case 2 * runs / 3:
+					mergeOpen(t, e, c, stream, 0)
+				}
+				// Odd runs save every 10 ms and are killed the instant a save
+				// creates its temporary file; even runs save every 200 ms and are
+				// killed at a random moment.
+				interval := 200 * time.Millisecond
+				if i%2 == 1 {
+					interval = 10 * time.Millisecond
+				}
+				r := crStart(t, env, interval, tailArgs(stream, "--checkpoint", cpPath, "--checkpoint-interval", interval.String(),
+					"--poll-interval", "200ms", "--relist-interval", "1s")...)
+				// A subscribed run reads later: kinesis-mock sends the first
+				// event a second after the call, and refuses the consumer and
+				// shard for 1 to 2 s after a killed run's subscription.
+				if read.efo {
+					time.Sleep(3 * time.Second)
+				}
+				if i%2 == 1 {
+					// Drain events of earlier runs, let this one read for a while,
+					// then kill it at its next save.
+					time.Sleep(time.Duration(200+rng.IntN(600)) * time.Millisecond)
+				drain:
+					for {
+						select {
+						case <-temps:
+						default:
+							break drain
+						}
+					}
+					select {
+					case <-temps:
+					case <-time.After(5 * time.Second):
+						t.Logf("run %d: no save within 5s; killing anyway", i)
+					}
+				} else {
+					time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+				}
+				r.kill(t)
+				if left, _ := filepath.Glob(filepath.Join(dir, ".cp.json.*.tmp")); len(left) > 0 {
+					midWrite++
+				}
+				// The checkpoint as the kill left it: never half-written.
+				if _, err := os.Stat(cpPath); err == nil {
+					id, pos, err := tail.ReadCheckpoint(cpPath)
+					if err != nil {
+						t.Fatalf("run %d: after kill -9 the checkpoint file does not parse: %v", i, err)
+					}
+					if id.ARN != sum.ARN || !id.Created.Equal(sum.Created) {
+						t.Fatalf("run %d: the checkpoint names %+v", i, id)
+					}
+					r.cp = pos
+				}
+				if r.partial > 1 {
+					t.Fatalf("run %d: %d cut lines", i, r.partial)
+				}
+				t.Logf("run %d (interval %s): %d lines, checkpoint %v", i, interval, r.count(), r.cp)
+				all = append(all, r)
+			}
+			written := w.finish(t)
+
+			// A last run drains what is left; it must clear the temporary files a
+			// killed writer left.
+			last := crStart(t, env, 200*time.Millisecond, tailArgs(stream, "--checkpoint", cpPath, "--idle-exit", "2s", "--poll-interval", "200ms", "--relist-interval", "1s")...)
+			select {
+			case <-last.done:
+			case <-time.After(90 * time.Second):
+				t.Fatalf("the last run did not end; stderr:\n%s", last.stderr.String())
+			}
+			if code := last.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Fatalf("last run: exit %d\n%s", code, last.stderr.String())
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, ".cp.json.*.tmp")); len(left) > 0 {
+				t.Fatalf("temporary files left after a clean run: %v", left)
+			}
+			all = append(all, last)
+
+			// Nothing lost, each key in order, replays only of what was printed.
+			var lines []tailLine
+			for _, r := range all {
+				for _, l := range r.lines {
+					lines = append(lines, l.tailLine)
 				}
 			}
-			select {
-			case <-temps:
-			case <-time.After(5 * time.Second):
-				t.Logf("run %d: no save within 5s; killing anyway", i)
-			}
-		} else {
-			time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
-		}
-		r.kill(t)
-		if left, _ := filepath.Glob(filepath.Join(dir, ".cp.json.*.tmp")); len(left) > 0 {
-			midWrite++
-		}
-		// The checkpoint as the kill left it: never half-written.
-		if _, err := os.Stat(cpPath); err == nil {
-			id, pos, err := tail.ReadCheckpoint(cpPath)
-			if err != nil {
-				t.Fatalf("run %d: after kill -9 the checkpoint file does not parse: %v", i, err)
-			}
-			if id.ARN != sum.ARN || !id.Created.Equal(sum.Created) {
-				t.Fatalf("run %d: the checkpoint names %+v", i, id)
-			}
-			r.cp = pos
-		}
-		if r.partial > 1 {
-			t.Fatalf("run %d: %d cut lines", i, r.partial)
-		}
-		t.Logf("run %d (interval %s): %d lines, checkpoint %v", i, interval, r.count(), r.cp)
-		all = append(all, r)
-	}
-	written := w.finish(t)
+			kw := &keyedWriter{t: t, written: written}
+			kw.check(lines, true)
 
-	// A last run drains what is left; it must clear the temporary files a
-	// killed writer left.
-	last := crStart(t, env, 200*time.Millisecond, stream, "--checkpoint", cpPath, "--idle-exit", "2s", "--poll-interval", "200ms", "--relist-interval", "1s")
-	select {
-	case <-last.done:
-	case <-time.After(90 * time.Second):
-		t.Fatalf("the last run did not end; stderr:\n%s", last.stderr.String())
-	}
-	if code := last.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("last run: exit %d\n%s", code, last.stderr.String())
-	}
-	if left, _ := filepath.Glob(filepath.Join(dir, ".cp.json.*.tmp")); len(left) > 0 {
-		t.Fatalf("temporary files left after a clean run: %v", left)
-	}
-	all = append(all, last)
-
-	// Nothing lost, each key in order, replays only of what was printed.
-	var lines []tailLine
-	for _, r := range all {
-		for _, l := range r.lines {
-			lines = append(lines, l.tailLine)
-		}
-	}
-	kw := &keyedWriter{t: t, written: written}
-	kw.check(lines, true)
-
-	// Each resume starts every shard just after its checkpoint, and what it
-	// prints again was printed within the checkpoint interval (plus the
-	// time a save takes on a busy machine) before the kill.
-	// Observed: well under 100 ms; the slack is for a loaded CI machine.
-	const slack = 750 * time.Millisecond
-	replays := 0
-	for i := 1; i < len(all); i++ {
-		prev, cur := all[i-1], all[i]
-		for _, l := range cur.lines {
-			p, ok := prev.cp[l.ShardID]
-			switch {
-			case !ok:
-			case p.ShardEnd:
-				t.Fatalf("run %d printed %s of shard %s, which the checkpoint has at SHARD_END", i, l.SequenceNumber, l.ShardID)
-			case crCompare(l.SequenceNumber, p.SequenceNumber) <= 0:
-				t.Fatalf("run %d printed %s of shard %s, at or before its checkpoint %s", i, l.SequenceNumber, l.ShardID, p.SequenceNumber)
+			// Each resume starts every shard just after its checkpoint, and what it
+			// prints again was printed within the checkpoint interval (plus the
+			// time a save takes on a busy machine) before the kill.
+			// Observed: well under 100 ms; the slack is for a loaded CI machine.
+			const slack = 750 * time.Millisecond
+			replays := 0
+			for i := 1; i < len(all); i++ {
+				prev, cur := all[i-1], all[i]
+				for _, l := range cur.lines {
+					p, ok := prev.cp[l.ShardID]
+					switch {
+					case !ok:
+					case p.ShardEnd:
+						t.Fatalf("run %d printed %s of shard %s, which the checkpoint has at SHARD_END", i, l.SequenceNumber, l.ShardID)
+					case crCompare(l.SequenceNumber, p.SequenceNumber) <= 0:
+						t.Fatalf("run %d printed %s of shard %s, at or before its checkpoint %s", i, l.SequenceNumber, l.ShardID, p.SequenceNumber)
+					}
+				}
+				for _, l := range prev.lines {
+					p, ok := prev.cp[l.ShardID]
+					if ok && (p.ShardEnd || crCompare(l.SequenceNumber, p.SequenceNumber) <= 0) {
+						continue // saved
+					}
+					replays++
+					age := prev.killedAt.Sub(l.at)
+					maxUnsavedAt = max(maxUnsavedAt, age)
+					if age > prev.interval+slack {
+						t.Errorf("run %d: %s of %s was printed %s before the kill and never saved (checkpoint interval %s)", i-1, l.SequenceNumber, l.ShardID, age.Round(time.Millisecond), prev.interval)
+					}
+				}
 			}
-		}
-		for _, l := range prev.lines {
-			p, ok := prev.cp[l.ShardID]
-			if ok && (p.ShardEnd || crCompare(l.SequenceNumber, p.SequenceNumber) <= 0) {
-				continue // saved
+			total := 0
+			for _, v := range written {
+				total += len(v)
 			}
-			replays++
-			age := prev.killedAt.Sub(l.at)
-			maxUnsavedAt = max(maxUnsavedAt, age)
-			if age > prev.interval+slack {
-				t.Errorf("run %d: %s of %s was printed %s before the kill and never saved (checkpoint interval %s)", i-1, l.SequenceNumber, l.ShardID, age.Round(time.Millisecond), prev.interval)
+			t.Logf("%d records, %d lines over %d runs; %d unsaved at a kill (printed again), the oldest %s before its kill; %d of %d kills left a temporary file (killed between write and rename)",
+				total, len(lines), len(all), replays, maxUnsavedAt.Round(time.Millisecond), midWrite, runs)
+			if len(lines) > total+replays {
+				t.Fatalf("%d lines for %d records and %d replays", len(lines), total, replays)
 			}
-		}
-	}
-	total := 0
-	for _, v := range written {
-		total += len(v)
-	}
-	t.Logf("%d records, %d lines over %d runs; %d unsaved at a kill (printed again), the oldest %s before its kill; %d of %d kills left a temporary file (killed between write and rename)",
-		total, len(lines), len(all), replays, maxUnsavedAt.Round(time.Millisecond), midWrite, runs)
-	if len(lines) > total+replays {
-		t.Fatalf("%d lines for %d records and %d replays", len(lines), total, replays)
+		})
 	}
 }
 

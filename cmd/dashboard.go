@@ -27,6 +27,8 @@ type DashboardOptions struct {
 	KCLTable     string
 	LeaseTable   string
 	Leases       leases.DynamoAPI
+	// EFO: the sampling reader subscribes through a consumer of its own.
+	EFO bool
 
 	// From the environment, for validation: -o and the terminal.
 	output   string
@@ -66,6 +68,12 @@ consumer of every open shard: on a stream whose readers are already
 throttled, start with --paused and press p only when you need the figures.
 The listing is refreshed every --refresh without blocking the keyboard.
 
+--efo makes the sampling reader subscribe through an enhanced fan-out
+consumer of its own instead (kinesis-shards-dashboard-USER-HOST), so the
+figures cost the stream's other readers nothing; it is registered when the
+dashboard first reads a stream and deregistered when it quits, and billed
+per consumer-shard hour and per GB read meanwhile.
+
 s splits the selected shard (at the middle, at a percentage of its range, or
 balanced at the median hash of sampled traffic) and m merges it with its
 lower or upper neighbour: the dashboard shows the same preview as ` + "`split`" + `
@@ -77,7 +85,8 @@ p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
 		Example: `  kinesis-shards dashboard
   kinesis-shards dashboard orders
   kinesis-shards dashboard orders --read-only --checkpoint ./orders.checkpoint
-  kinesis-shards dashboard orders --kcl-table orders-app`,
+  kinesis-shards dashboard orders --kcl-table orders-app
+  kinesis-shards dashboard orders --efo`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("dashboard takes at most one STREAM (got %d arguments)", len(args))
@@ -94,6 +103,7 @@ p pause, r refresh, ? help, q quit. The dashboard needs a terminal.`,
 	fl.BoolVar(&opts.Paused, "paused", false, "start with the sampling reader paused: no GetRecords call until p is pressed")
 	fl.StringVar(&opts.KCLTable, "kcl-table", "", "overlay a KCL application's DynamoDB lease `TABLE` on the tree (owners, checkpoints, blocked children) and show its lag")
 	fl.StringVar(&opts.LeaseTable, "lease-table", "", "overlay the DynamoDB lease `TABLE` of tail --lease-table workers on the tree and show their lag")
+	fl.BoolVar(&opts.EFO, "efo", false, "sample through an enhanced fan-out consumer of the dashboard's own, deregistered on quit (billed per consumer-shard hour and GB)")
 	return c
 }
 
@@ -120,6 +130,8 @@ func (o *DashboardOptions) validate() error {
 		return usageErrorf("--refresh must be at least 1s")
 	case o.PollInterval < 200*time.Millisecond:
 		return usageErrorf("--poll-interval must be at least 200ms: a shard serves 5 GetRecords calls per second to all its readers")
+	case o.EFO && o.given["poll-interval"]:
+		return usageErrorf("--poll-interval does not go with --efo: subscribed shards are not polled, their records are pushed as they come")
 	}
 	if o.given["kcl-table"] && o.given["lease-table"] {
 		return usageErrorf("--kcl-table and --lease-table do not go together: the tree shows one lease table")
@@ -157,8 +169,18 @@ func runDashboard(ctx context.Context, f *Factory, api dashboardAPI, ref kstream
 	if lag == nil && o.Checkpoint != "" {
 		lag = lagSource(o.Checkpoint, "", "", nil)
 	}
+	backend := &dashboardBackend{api: api, leases: o.Leases, table: o.KCLTable + o.LeaseTable, lag: lag, describe: describe}
+	if o.EFO {
+		eapi, ok := api.(dashboardEFOAPI)
+		if !ok {
+			return errors.New("dashboard --efo: the client cannot subscribe")
+		}
+		backend.efo = newDashboardEFO(f, eapi)
+		// After the screen is gone, whatever ends the dashboard.
+		defer backend.efo.close()
+	}
 	model := dashboard.New(dashboard.Options{
-		Backend:         &dashboardBackend{api: api, leases: o.Leases, table: o.KCLTable + o.LeaseTable, lag: lag, describe: describe},
+		Backend:         backend,
 		Stream:          ref,
 		ReadOnly:        o.ReadOnly,
 		Theme:           render.NewTheme(f.IO.ColorOut()),

@@ -44,6 +44,8 @@ type dashboardBackend struct {
 	lag consumer.Source
 	// describe words a shard's failure as the commands do.
 	describe func(error) string
+	// efo: with --efo, the sampling reader subscribes (dashboard_efo.go).
+	efo *dashboardEFO
 }
 
 func (b *dashboardBackend) ListStreams(ctx context.Context) ([]string, error) {
@@ -83,6 +85,9 @@ func (b *dashboardBackend) Read(ctx context.Context, ref kstream.Ref, o dashboar
 	deliver := func(batch []tail.Record) error {
 		o.OnRecords(batch)
 		return nil
+	}
+	if b.efo != nil {
+		return b.efo.read(ctx, ref, o, deliver)
 	}
 	_, err := tail.New(b.api, tail.NewMemoryStore(nil), opts, deliver).Run(ctx)
 	return err

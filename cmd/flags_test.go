@@ -196,6 +196,11 @@ func TestFlagUsageErrors(t *testing.T) {
 		{args: []string{"tail", "orders", "--worker-id", "w1"}, msg: "--worker-id, --lease-duration and --create-lease-table go with --lease-table"},
 		{args: []string{"tail", "orders", "--create-lease-table"}, msg: "go with --lease-table"},
 		{args: []string{"tail", "orders", "--lease-duration", "30s"}, msg: "go with --lease-table"},
+		{args: tailArgs("--consumer", "ops"), msg: "--consumer goes with --efo"},
+		{args: tailArgs("--efo", "--consumer", "ops tail"), msg: `--consumer: invalid consumer name: "ops tail" is not 1 to 128 characters`},
+		{args: tailArgs("--efo", "--consumer", ""), msg: `--consumer: invalid consumer name: ""`},
+		{args: tailArgs("--efo", "--poll-interval", "1s"), msg: "--poll-interval does not go with --efo: subscribed shards are not polled"},
+		{args: []string{"tail", "orders", "--efo", "--lease-table", "leases"}, msg: "--efo does not go with --lease-table: the workers of a table would share one consumer that none of them may deregister"},
 
 		// put.
 		{args: []string{"put", "orders", "--key", ""}, msg: "--key: a partition key must have 1 to 256 characters, not 0"},
@@ -289,6 +294,7 @@ func TestFlagUsageErrors(t *testing.T) {
 		{args: []string{"dashboard", "orders", "--refresh", "500ms"}, tty: true, msg: "--refresh must be at least 1s"},
 		{args: []string{"dashboard", "orders", "--poll-interval", "1ms"}, tty: true, msg: "--poll-interval must be at least 200ms"},
 		{args: []string{"dashboard", "orders", "--kcl-table", "ab"}, tty: true, msg: `--kcl-table "ab" is not a DynamoDB table name`},
+		{args: []string{"dashboard", "orders", "--efo", "--poll-interval", "1s"}, tty: true, msg: "--poll-interval does not go with --efo"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -386,6 +392,16 @@ func TestFlagOptions(t *testing.T) {
 		{[]string{"tail", "orders", "--lease-table", "orders-tail", "--create-lease-table", "--lease-duration", "30s"}, false, func(t *testing.T, o any) {
 			tl := as[*TailOptions](t, o)
 			if tl.LeaseTable != "orders-tail" || !tl.CreateLeaseTable || tl.LeaseDuration != 30*time.Second || strings.Count(tl.WorkerID, ":") != 2 {
+				t.Errorf("%+v", tl)
+			}
+		}},
+		{[]string{"tail", "orders", "--efo"}, false, func(t *testing.T, o any) {
+			if tl := as[*TailOptions](t, o); !tl.EFO || tl.Consumer != "" {
+				t.Errorf("%+v", tl)
+			}
+		}},
+		{[]string{"tail", "orders", "--efo", "--consumer", "ops.tail-1", "--from-tip"}, false, func(t *testing.T, o any) {
+			if tl := as[*TailOptions](t, o); !tl.EFO || tl.Consumer != "ops.tail-1" || tl.start != tail.StartLatest {
 				t.Errorf("%+v", tl)
 			}
 		}},
@@ -518,7 +534,12 @@ func TestFlagOptions(t *testing.T) {
 		}},
 		{[]string{"dashboard", "orders", "--read-only", "--paused", "--checkpoint", "o.json", "--kcl-table", "orders-app"}, true, func(t *testing.T, o any) {
 			d := as[*DashboardOptions](t, o)
-			if d.Ref.Name != "orders" || !d.ReadOnly || !d.Paused || d.Checkpoint != "o.json" || d.KCLTable != "orders-app" {
+			if d.Ref.Name != "orders" || !d.ReadOnly || !d.Paused || d.Checkpoint != "o.json" || d.KCLTable != "orders-app" || d.EFO {
+				t.Errorf("%+v", d)
+			}
+		}},
+		{[]string{"dashboard", "orders", "--efo"}, true, func(t *testing.T, o any) {
+			if d := as[*DashboardOptions](t, o); !d.EFO {
 				t.Errorf("%+v", d)
 			}
 		}},

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/spf13/cobra"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/efo"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -26,10 +27,13 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
 
-// tailAPI is what tail needs from the client.
+// tailAPI is what tail needs from the client (with --efo, the consumer
+// calls and SubscribeToShard too).
 type tailAPI interface {
 	tail.API
 	kstream.CreateAPI
+	kstream.ConsumerAPI
+	tail.EFOAPI
 }
 
 var _ tailAPI = (*kinesis.Client)(nil)
@@ -58,6 +62,10 @@ type TailOptions struct {
 	LeaseDuration      time.Duration
 	// Leases is the lease table's client (cmd wires DynamoDB).
 	Leases leases.DynamoAPI
+	// EFO reads through an enhanced fan-out consumer: Consumer, or one
+	// named for the user and host (tail_efo.go).
+	EFO      bool
+	Consumer string
 
 	// Resolved by validation.
 	format    render.RecordFormat
@@ -119,7 +127,17 @@ and a child's lease is taken only when every parent lease is SHARD_END.
 
 Pacing: at most 5 GetRecords calls per second per shard, retries included;
 a caught-up shard is polled every --poll-interval. Ctrl-C stops reading,
-writes out what was read, saves the checkpoint and exits 130.`,
+writes out what was read, saves the checkpoint and exits 130.
+
+Enhanced fan-out: --efo reads every shard through a consumer of its own
+(SubscribeToShard) instead: 2 MiB per second per shard pushed to it, none of
+the shard's 5 GetRecords calls taken from the stream's other readers, and
+records printed as they arrive rather than at the next poll. The order, the
+checkpoint file (shared with polling runs) and every other flag work the
+same. The consumer is named for your user and host, registered (or reused)
+at the start and deregistered at exit; --consumer NAME uses or creates that
+one and keeps it. A registered consumer is billed per consumer-shard hour
+and per GB read. Not with --lease-table.`,
 		Example: `  kinesis-shards tail orders
   kinesis-shards tail orders --from-tip --format raw
   kinesis-shards tail orders --key customer-42 --from-timestamp 15m
@@ -127,7 +145,9 @@ writes out what was read, saves the checkpoint and exits 130.`,
   kinesis-shards tail logs --decompress --checkpoint ./logs.checkpoint
   kinesis-shards tail orders --filter '.payload.level == "error"' --from-timestamp 15m
   kinesis-shards tail orders --jq '{key: .partitionKey, order: .payload.orderId}'
-  kinesis-shards tail app-logs --cwlogs --filter '.message | test("ERROR")'`,
+  kinesis-shards tail app-logs --cwlogs --filter '.message | test("ERROR")'
+  kinesis-shards tail orders --efo --from-tip
+  kinesis-shards tail orders --efo --consumer ops-tail --key customer-42`,
 		Args: exactArgs(1, "STREAM"),
 		RunE: runE(f, opts, runF),
 	}
@@ -151,6 +171,7 @@ writes out what was read, saves the checkpoint and exits 130.`,
 	fl.StringVar(&opts.WorkerID, "worker-id", "", "this worker's id in the lease table (default: host:pid:random)")
 	fl.BoolVar(&opts.CreateLeaseTable, "create-lease-table", false, "create the lease table (on-demand capacity) if it is missing, without asking")
 	fl.DurationVar(&opts.LeaseDuration, "lease-duration", 10*time.Second, "a worker silent this long loses its leases to the others (the KCL's failover time)")
+	addTailEFOFlags(fl, opts)
 	return c
 }
 
@@ -253,6 +274,9 @@ func (o *TailOptions) validate() error {
 	if err := o.validateRecords(); err != nil {
 		return err
 	}
+	if err := o.validateEFO(); err != nil {
+		return err
+	}
 	return o.validateBase()
 }
 
@@ -333,7 +357,21 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 	}
 	var skipped func() int64
 	topts.Select, skipped = o.recordSelect(f)
+	var cons *efoConsumer
+	if o.EFO {
+		// Last, once everything that can refuse the run has: from here on
+		// the consumer is billed, and it is deregistered however tail ends.
+		c, err := openTailConsumer(ctx, f, api, sum, o)
+		if err != nil {
+			return err
+		}
+		defer c.close()
+		topts.EFO, cons = c.tailEFO(api, efo.NewPacer(0)), c
+	}
 	res, err := tail.New(api, store, topts, out.Write).Run(ctx)
+	if err != nil && topts.EFO != nil {
+		err = efoRunError(err, cons)
+	}
 	if err != nil {
 		if isBrokenPipe(err) {
 			// `tail | head`: the reader went away; the checkpoint holds what

@@ -289,117 +289,159 @@ func tailEnv(e *emulator.Emulator, t *testing.T, endpoint string) []string {
 
 // The tail follows splits and merges made while it runs: every record,
 // each key in order, parents before children; Ctrl-C exits 130 with the
-// checkpoint saved.
+// checkpoint saved. Polling and subscribed (--efo).
 func TestTailFollowsReshardsLive(t *testing.T) {
-	e := emulator.Require(t)
-	if !e.Caps.Reshard {
-		t.Skipf("%s cannot reshard", e.Backend)
-	}
-	c := e.Client(t)
-	stream := emulator.StreamName(t)
-	e.CreateStream(t, c, stream, 2)
-	w := &keyedWriter{t: t, e: e, c: c, stream: stream, keys: 12, written: map[string][]string{}}
-	w.round(3)
-	cp := filepath.Join(t.TempDir(), "cp.json")
-	p := startTail(t, tailEnv(e, t, ""), stream, "--checkpoint", cp, "--relist-interval", "1s", "--poll-interval", "200ms")
+	for _, read := range tailReads {
+		t.Run(read.name, func(t *testing.T) {
+			e := emulator.Require(t)
+			if !e.Caps.Reshard {
+				t.Skipf("%s cannot reshard", e.Backend)
+			}
+			c := e.Client(t)
+			stream := emulator.StreamName(t)
+			e.CreateStream(t, c, stream, 2)
+			endpoint, args := read.setup(t, e, c, stream)
+			w := &keyedWriter{t: t, e: e, c: c, stream: stream, keys: 12, written: map[string][]string{}}
+			w.round(3)
+			cp := filepath.Join(t.TempDir(), "cp.json")
+			p := startTail(t, tailEnv(e, t, endpoint), args(stream, "--checkpoint", cp, "--relist-interval", "1s", "--poll-interval", "200ms")...)
 
-	waitFor(t, 20*time.Second, "the first records", func() bool { return len(p.output()) >= w.total() })
-	splitShard(t, e, c, stream, openIDs(t, c, stream)[0])
-	w.round(3)
-	mergeOpen(t, e, c, stream, 1)
-	w.round(3)
-	splitShard(t, e, c, stream, openIDs(t, c, stream)[0])
-	w.round(3)
-	waitFor(t, 30*time.Second, "every record", func() bool { return len(p.output()) >= w.total() })
-	p.cmd.Process.Signal(syscall.SIGINT)
-	if code := p.wait(t, 10*time.Second); code != 130 || !strings.HasSuffix("\n"+p.errText(), "\ninterrupted; checkpoint saved\n") {
-		t.Fatalf("exit %d after SIGINT, want 130; stderr:\n%s", code, p.errText())
-	}
-	lines := p.output()
-	w.check(lines, false)
-	checkParentsFirstLines(t, c, stream, lines)
-	b, err := os.ReadFile(cp)
-	if err != nil || !strings.Contains(string(b), `"shardEnd": true`) {
-		t.Fatalf("checkpoint after SIGINT: %v\n%s", err, b)
+			waitFor(t, 20*time.Second, "the first records", func() bool { return len(p.output()) >= w.total() })
+			splitShard(t, e, c, stream, openIDs(t, c, stream)[0])
+			w.round(3)
+			mergeOpen(t, e, c, stream, 1)
+			w.round(3)
+			splitShard(t, e, c, stream, openIDs(t, c, stream)[0])
+			w.round(3)
+			waitFor(t, 30*time.Second, "every record", func() bool { return len(p.output()) >= w.total() })
+			p.cmd.Process.Signal(syscall.SIGINT)
+			if code := p.wait(t, 15*time.Second); code != 130 || !strings.HasSuffix("\n"+p.errText(), "\ninterrupted; checkpoint saved\n") {
+				t.Fatalf("exit %d after SIGINT, want 130; stderr:\n%s", code, p.errText())
+			}
+			lines := p.output()
+			w.check(lines, false)
+			checkParentsFirstLines(t, c, stream, lines)
+			b, err := os.ReadFile(cp)
+			if err != nil || !strings.Contains(string(b), `"shardEnd": true`) {
+				t.Fatalf("checkpoint after SIGINT: %v\n%s", err, b)
+			}
+		})
 	}
 }
 
 // kill -9 at random moments while records and reshards keep coming; every
 // restart resumes from the checkpoint: nothing lost, keys in order, replays
-// bounded by what was printed since the last checkpoint.
+// bounded by what was printed since the last checkpoint. Polling,
+// subscribed (--efo: a killed tail leaves its consumer, the next reuses
+// it, the last deregisters it), and the two taking turns on one
+// checkpoint file.
 func TestTailKillAndResume(t *testing.T) {
-	e := emulator.Require(t)
-	if !e.Caps.Reshard {
-		t.Skipf("%s cannot reshard", e.Backend)
-	}
-	c := e.Client(t)
-	stream := emulator.StreamName(t)
-	e.CreateStream(t, c, stream, 2)
-	w := &keyedWriter{t: t, e: e, c: c, stream: stream, keys: 8, written: map[string][]string{}}
-	cp := filepath.Join(t.TempDir(), "cp.json")
-	env := tailEnv(e, t, "")
-	args := []string{stream, "--checkpoint", cp, "--relist-interval", "1s", "--poll-interval", "200ms", "--checkpoint-interval", "300ms"}
-	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
-	var all []tailLine
-	steps := []func(){
-		func() { splitShard(t, e, c, stream, openIDs(t, c, stream)[0]) },
-		func() { mergeOpen(t, e, c, stream, 0) },
-		func() { splitShard(t, e, c, stream, openIDs(t, c, stream)[len(openIDs(t, c, stream))-1]) },
-		func() {},
-	}
-	for i, step := range steps {
-		w.round(4)
-		p := startTail(t, env, args...)
-		step()
-		w.round(2)
-		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
-		p.cmd.Process.Kill()
-		p.wait(t, 10*time.Second)
-		all = append(all, p.output()...)
-		t.Logf("run %d: %d lines before kill -9", i, len(p.output()))
-	}
-	// A last run drains the rest.
-	p := startTail(t, env, append(args, "--idle-exit", "2s")...)
-	if code := p.wait(t, 60*time.Second); code != 0 {
-		t.Fatalf("final run exit %d; stderr:\n%s", code, p.errText())
-	}
-	all = append(all, p.output()...)
-	w.check(all, true)
-	if len(all) > 2*w.total() {
-		t.Fatalf("%d lines for %d records: replays beyond the checkpoint window", len(all), w.total())
+	for _, mode := range []string{"polling", "efo", "taking turns"} {
+		t.Run(mode, func(t *testing.T) {
+			e := emulator.Require(t)
+			if !e.Caps.Reshard {
+				t.Skipf("%s cannot reshard", e.Backend)
+			}
+			c := e.Client(t)
+			stream := emulator.StreamName(t)
+			e.CreateStream(t, c, stream, 2)
+			endpoint, efo := "", func(a ...string) []string { return a }
+			if mode != "polling" {
+				endpoint, efo = tailReads[1].setup(t, e, c, stream)
+			}
+			// Run i polls or subscribes (the shim passes polling calls
+			// on); the last one subscribes, and deregisters the consumer
+			// the killed ones left. A subscribed run is given longer
+			// before its kill: kinesis-mock sends the first event a second
+			// after the call, and refuses a consumer and shard for 1 to
+			// 2 s after a killed run's subscription.
+			subscribed := func(i int) bool { return mode == "efo" || (mode == "taking turns" && i%2 == 0) }
+			argsOf := func(i int, a ...string) []string {
+				if subscribed(i) {
+					return efo(a...)
+				}
+				return a
+			}
+			w := &keyedWriter{t: t, e: e, c: c, stream: stream, keys: 8, written: map[string][]string{}}
+			cp := filepath.Join(t.TempDir(), "cp.json")
+			env := tailEnv(e, t, endpoint)
+			args := []string{stream, "--checkpoint", cp, "--relist-interval", "1s", "--poll-interval", "200ms", "--checkpoint-interval", "300ms"}
+			rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+			var all []tailLine
+			steps := []func(){
+				func() { splitShard(t, e, c, stream, openIDs(t, c, stream)[0]) },
+				func() { mergeOpen(t, e, c, stream, 0) },
+				func() { splitShard(t, e, c, stream, openIDs(t, c, stream)[len(openIDs(t, c, stream))-1]) },
+				func() {},
+			}
+			for i, step := range steps {
+				w.round(4)
+				p := startTail(t, env, argsOf(i, args...)...)
+				step()
+				w.round(2)
+				d := time.Duration(300+rng.IntN(1500)) * time.Millisecond
+				if subscribed(i) {
+					d += 3 * time.Second
+				}
+				time.Sleep(d)
+				p.cmd.Process.Kill()
+				p.wait(t, 10*time.Second)
+				all = append(all, p.output()...)
+				t.Logf("run %d: %d lines before kill -9", i, len(p.output()))
+			}
+			// A last run drains the rest.
+			p := startTail(t, env, argsOf(len(steps), append(args, "--idle-exit", "2s")...)...)
+			if code := p.wait(t, 90*time.Second); code != 0 {
+				t.Fatalf("final run exit %d; stderr:\n%s", code, p.errText())
+			}
+			all = append(all, p.output()...)
+			w.check(all, true)
+			if len(all) > 2*w.total() {
+				t.Fatalf("%d lines for %d records: replays beyond the checkpoint window", len(all), w.total())
+			}
+		})
 	}
 }
 
 func TestTailFromTip(t *testing.T) {
-	e := emulator.Require(t)
-	c := e.Client(t)
-	stream := emulator.StreamName(t)
-	e.CreateStream(t, c, stream, 2)
-	old := &keyedWriter{t: t, e: e, c: c, stream: stream, keys: 5, written: map[string][]string{}}
-	old.round(2)
-	p := startTail(t, tailEnv(e, t, ""), stream, "--from-tip", "--no-checkpoint", "--debug", "--poll-interval", "200ms")
-	waitFor(t, 20*time.Second, "both readers at LATEST", func() bool {
-		return strings.Count(p.errText(), "iterator=LATEST status=200") >= 2
-	})
-	var fresh []emulator.Rec
-	for i := range 6 {
-		fresh = append(fresh, emulator.Rec{PartitionKey: fmt.Sprintf("new-%d", i), Data: []byte(fmt.Sprintf("new-%d", i))})
-	}
-	e.Put(t, c, stream, fresh)
-	waitFor(t, 20*time.Second, "the new records", func() bool { return len(p.output()) >= len(fresh) })
-	time.Sleep(500 * time.Millisecond)
-	p.cmd.Process.Signal(syscall.SIGINT)
-	if code := p.wait(t, 10*time.Second); code != 130 || !strings.HasSuffix("\n"+p.errText(), "\ninterrupted; nothing saved (--no-checkpoint)\n") {
-		t.Fatalf("exit %d after SIGINT, want 130 and no claim of a checkpoint; stderr ends:\n%s", code, p.errText()[max(0, len(p.errText())-300):])
-	}
-	var got []string
-	for _, l := range p.output() {
-		got = append(got, l.Data)
-	}
-	slices.Sort(got)
-	want := []string{"new-0", "new-1", "new-2", "new-3", "new-4", "new-5"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("--from-tip printed %v, want only %v", got, want)
+	for _, read := range tailReads {
+		t.Run(read.name, func(t *testing.T) {
+			e := emulator.Require(t)
+			c := e.Client(t)
+			stream := emulator.StreamName(t)
+			e.CreateStream(t, c, stream, 2)
+			endpoint, args := read.setup(t, e, c, stream)
+			old := &keyedWriter{t: t, e: e, c: c, stream: stream, keys: 5, written: map[string][]string{}}
+			old.round(2)
+			p := startTail(t, tailEnv(e, t, endpoint), args(stream, "--from-tip", "--no-checkpoint", "--debug", "--poll-interval", "200ms")...)
+			atTip := "iterator=LATEST status=200" // GetShardIterator
+			if read.efo {
+				atTip = " from LATEST\n" // a subscription
+			}
+			waitFor(t, 20*time.Second, "both readers at LATEST", func() bool {
+				return strings.Count(p.errText(), atTip) >= 2
+			})
+			var fresh []emulator.Rec
+			for i := range 6 {
+				fresh = append(fresh, emulator.Rec{PartitionKey: fmt.Sprintf("new-%d", i), Data: []byte(fmt.Sprintf("new-%d", i))})
+			}
+			e.Put(t, c, stream, fresh)
+			waitFor(t, 20*time.Second, "the new records", func() bool { return len(p.output()) >= len(fresh) })
+			time.Sleep(500 * time.Millisecond)
+			p.cmd.Process.Signal(syscall.SIGINT)
+			if code := p.wait(t, 10*time.Second); code != 130 || !strings.HasSuffix("\n"+p.errText(), "\ninterrupted; nothing saved (--no-checkpoint)\n") {
+				t.Fatalf("exit %d after SIGINT, want 130 and no claim of a checkpoint; stderr ends:\n%s", code, p.errText()[max(0, len(p.errText())-300):])
+			}
+			var got []string
+			for _, l := range p.output() {
+				got = append(got, l.Data)
+			}
+			slices.Sort(got)
+			want := []string{"new-0", "new-1", "new-2", "new-3", "new-4", "new-5"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("--from-tip printed %v, want only %v", got, want)
+			}
+		})
 	}
 }
 

@@ -80,56 +80,58 @@ func (l *logLines) matching(s string) []string {
 // (counted in the debug lines), and a record that is not a batch passed
 // through unpacked, with one warning for the shard.
 func TestCWLogsDelivery(t *testing.T) {
-	w := newWorld(t, 1)
-	_, dataSeq := w.fake.Put("s", "k", cwlogsFixture(t, "data-message"))
-	w.fake.Put("s", "k", cwlogsFixture(t, "control-message"))
-	w.fake.Put("s", "k", []byte("plain text"))
-	w.fake.Put("s", "k", gz(t, `{"not":"a batch"}`))
-	_, aggSeq := w.fake.Put("s", "agg", aggregate([]string{"a", "b"}, nil, []UserRecord{
-		{PartitionKey: "a", Data: cwBatch(t, "a0", "a1")}, {PartitionKey: "b", Data: cwBatch(t, "b0")}}))
-	opts := fastOptions()
-	opts.CWLogs = true
-	var warns, logs logLines
-	opts.Warnf, opts.Logf = warns.f, logs.f
-	out := &sink{}
-	store := NewMemoryStore(nil)
-	res := runTail(t, w.fake, store, opts, out)
-	recs := out.records()
-	want := []string{
-		"START RequestId: 8f5e3c1a-2b4d-4e6f-8a9b-0c1d2e3f4a5b Version: $LATEST\n",
-		`{"level":"error","msg":"payment declined","orderId":12345678901234567890,"amount":19.99}`,
-		"ERROR java.lang.IllegalStateException: café closed\n\tat Checkout.pay(Checkout.java:42)",
-		`{"level":"info","msg":"retrying"}`,
-		"END RequestId: 8f5e3c1a-2b4d-4e6f-8a9b-0c1d2e3f4a5b\n",
-		"plain text", `{"not":"a batch"}`, "a0", "a1", "b0",
-	}
-	if got := messages(recs); !slices.Equal(got, want) {
-		t.Fatalf("delivered\n%q\nwant\n%q", got, want)
-	}
-	if res.Records != int64(len(want)) {
-		t.Fatalf("%d records counted, want %d", res.Records, len(want))
-	}
-	for i := range 5 {
-		r := recs[i]
-		if r.SequenceNumber != dataSeq || r.Log.Index != int64(i) || r.Log.Last != (i == 4) || r.Data != nil || r.Log.LogGroup != "/aws/lambda/checkout" {
-			t.Fatalf("event %d: %+v %+v", i, r, r.Log)
+	forEachKind(t, func(t *testing.T, kind string) {
+		w := newWorldOf(t, 1, kind)
+		_, dataSeq := w.fake.Put("s", "k", cwlogsFixture(t, "data-message"))
+		w.fake.Put("s", "k", cwlogsFixture(t, "control-message"))
+		w.fake.Put("s", "k", []byte("plain text"))
+		w.fake.Put("s", "k", gz(t, `{"not":"a batch"}`))
+		_, aggSeq := w.fake.Put("s", "agg", aggregate([]string{"a", "b"}, nil, []UserRecord{
+			{PartitionKey: "a", Data: cwBatch(t, "a0", "a1")}, {PartitionKey: "b", Data: cwBatch(t, "b0")}}))
+		opts := fastOptions()
+		opts.CWLogs = true
+		var warns, logs logLines
+		opts.Warnf, opts.Logf = warns.f, logs.f
+		out := &sink{}
+		store := NewMemoryStore(nil)
+		res := w.run(store, opts, out)
+		recs := out.records()
+		want := []string{
+			"START RequestId: 8f5e3c1a-2b4d-4e6f-8a9b-0c1d2e3f4a5b Version: $LATEST\n",
+			`{"level":"error","msg":"payment declined","orderId":12345678901234567890,"amount":19.99}`,
+			"ERROR java.lang.IllegalStateException: café closed\n\tat Checkout.pay(Checkout.java:42)",
+			`{"level":"info","msg":"retrying"}`,
+			"END RequestId: 8f5e3c1a-2b4d-4e6f-8a9b-0c1d2e3f4a5b\n",
+			"plain text", `{"not":"a batch"}`, "a0", "a1", "b0",
 		}
-	}
-	if r := recs[6]; r.Log != nil || !r.Decompressed {
-		t.Fatalf("the gzip record that is not a batch: %+v, want it unpacked", r)
-	}
-	if r := recs[8]; r.SequenceNumber != aggSeq || !r.Aggregated || r.SubSequence != 0 || r.Log.Index != 1 || !r.Log.Last || r.PartitionKey != "a" {
-		t.Fatalf("event a1: %+v %+v", r, r.Log)
-	}
-	if got := warns.matching("is not a CloudWatch Logs batch"); len(got) != 1 || !strings.Contains(got[0], "shard shardId-000000000000: record ") || !strings.Contains(got[0], "not gzip data") {
-		t.Fatalf("warnings %q, want one for the shard (the first such record)", warns.lines)
-	}
-	if got := logs.matching("CONTROL_MESSAGE"); len(got) != 1 || !strings.Contains(got[0], "1 on this shard so far") {
-		t.Fatalf("debug lines about CONTROL_MESSAGE: %q", got)
-	}
-	if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: aggSeq, SubSequence: 1, Aggregated: true}) {
-		t.Fatalf("checkpoint %v: a batch written out to its end checkpoints as its record", got)
-	}
+		if got := messages(recs); !slices.Equal(got, want) {
+			t.Fatalf("delivered\n%q\nwant\n%q", got, want)
+		}
+		if res.Records != int64(len(want)) {
+			t.Fatalf("%d records counted, want %d", res.Records, len(want))
+		}
+		for i := range 5 {
+			r := recs[i]
+			if r.SequenceNumber != dataSeq || r.Log.Index != int64(i) || r.Log.Last != (i == 4) || r.Data != nil || r.Log.LogGroup != "/aws/lambda/checkout" {
+				t.Fatalf("event %d: %+v %+v", i, r, r.Log)
+			}
+		}
+		if r := recs[6]; r.Log != nil || !r.Decompressed {
+			t.Fatalf("the gzip record that is not a batch: %+v, want it unpacked", r)
+		}
+		if r := recs[8]; r.SequenceNumber != aggSeq || !r.Aggregated || r.SubSequence != 0 || r.Log.Index != 1 || !r.Log.Last || r.PartitionKey != "a" {
+			t.Fatalf("event a1: %+v %+v", r, r.Log)
+		}
+		if got := warns.matching("is not a CloudWatch Logs batch"); len(got) != 1 || !strings.Contains(got[0], "shard shardId-000000000000: record ") || !strings.Contains(got[0], "not gzip data") {
+			t.Fatalf("warnings %q, want one for the shard (the first such record)", warns.lines)
+		}
+		if got := logs.matching("CONTROL_MESSAGE"); len(got) != 1 || !strings.Contains(got[0], "1 on this shard so far") {
+			t.Fatalf("debug lines about CONTROL_MESSAGE: %q", got)
+		}
+		if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: aggSeq, SubSequence: 1, Aggregated: true}) {
+			t.Fatalf("checkpoint %v: a batch written out to its end checkpoints as its record", got)
+		}
+	})
 }
 
 // Resume inside a batch: --max-records stops after log event 3 (index 2)
@@ -137,43 +139,45 @@ func TestCWLogsDelivery(t *testing.T) {
 // event 4. Inside a KPL aggregate of batches too, and at a batch's last
 // event the checkpoint is the record's own.
 func TestCWLogsResumeInsideBatch(t *testing.T) {
-	w := newWorld(t, 1)
-	_, s1 := w.fake.Put("s", "k", cwBatch(t, "e0", "e1", "e2", "e3", "e4"))
-	_, s2 := w.fake.Put("s", "agg", aggregate([]string{"a", "b"}, nil, []UserRecord{
-		{PartitionKey: "a", Data: cwBatch(t, "a0", "a1", "a2")}, {PartitionKey: "b", Data: cwBatch(t, "b0", "b1")}}))
-	_, s3 := w.fake.Put("s", "k", []byte("after"))
-	store := NewMemoryStore(nil)
-	type step struct {
-		printed []string
-		saved   Position
-	}
-	want := []step{
-		{[]string{"e0", "e1", "e2"}, Position{SequenceNumber: s1, InBatch: true, LogEventIndex: 2}},
-		{[]string{"e3", "e4", "a0"}, Position{SequenceNumber: s2, Aggregated: true, SubSequence: 0, InBatch: true, LogEventIndex: 0}},
-		{[]string{"a1", "a2", "b0"}, Position{SequenceNumber: s2, Aggregated: true, SubSequence: 1, InBatch: true, LogEventIndex: 0}},
-		{[]string{"b1", "after"}, Position{SequenceNumber: s3}},
-	}
-	for i, st := range want {
-		opts := fastOptions()
-		opts.CWLogs = true
-		opts.MaxRecords = 3
-		out := &sink{}
-		runTail(t, w.fake, store, opts, out)
-		got := step{messages(out.records()), store.Saved()["shardId-000000000000"]}
-		if !slices.Equal(got.printed, st.printed) || got.saved != st.saved {
-			t.Fatalf("run %d: printed %v, checkpoint %v; want %v, %v", i, got.printed, got.saved, st.printed, st.saved)
+	forEachKind(t, func(t *testing.T, kind string) {
+		w := newWorldOf(t, 1, kind)
+		_, s1 := w.fake.Put("s", "k", cwBatch(t, "e0", "e1", "e2", "e3", "e4"))
+		_, s2 := w.fake.Put("s", "agg", aggregate([]string{"a", "b"}, nil, []UserRecord{
+			{PartitionKey: "a", Data: cwBatch(t, "a0", "a1", "a2")}, {PartitionKey: "b", Data: cwBatch(t, "b0", "b1")}}))
+		_, s3 := w.fake.Put("s", "k", []byte("after"))
+		store := NewMemoryStore(nil)
+		type step struct {
+			printed []string
+			saved   Position
 		}
-	}
+		want := []step{
+			{[]string{"e0", "e1", "e2"}, Position{SequenceNumber: s1, InBatch: true, LogEventIndex: 2}},
+			{[]string{"e3", "e4", "a0"}, Position{SequenceNumber: s2, Aggregated: true, SubSequence: 0, InBatch: true, LogEventIndex: 0}},
+			{[]string{"a1", "a2", "b0"}, Position{SequenceNumber: s2, Aggregated: true, SubSequence: 1, InBatch: true, LogEventIndex: 0}},
+			{[]string{"b1", "after"}, Position{SequenceNumber: s3}},
+		}
+		for i, st := range want {
+			opts := fastOptions()
+			opts.CWLogs = true
+			opts.MaxRecords = 3
+			out := &sink{}
+			w.run(store, opts, out)
+			got := step{messages(out.records()), store.Saved()["shardId-000000000000"]}
+			if !slices.Equal(got.printed, st.printed) || got.saved != st.saved {
+				t.Fatalf("run %d: printed %v, checkpoint %v; want %v, %v", i, got.printed, got.saved, st.printed, st.saved)
+			}
+		}
 
-	// Stopped at a batch's last event: the checkpoint is the record's, and
-	// the resume starts after it.
-	store = NewMemoryStore(nil)
-	opts := fastOptions()
-	opts.CWLogs, opts.MaxRecords = true, 5
-	runTail(t, w.fake, store, opts, &sink{})
-	if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: s1}) {
-		t.Fatalf("checkpoint after a whole batch: %v", got)
-	}
+		// Stopped at a batch's last event: the checkpoint is the record's, and
+		// the resume starts after it.
+		store = NewMemoryStore(nil)
+		opts := fastOptions()
+		opts.CWLogs, opts.MaxRecords = true, 5
+		w.run(store, opts, &sink{})
+		if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: s1}) {
+			t.Fatalf("checkpoint after a whole batch: %v", got)
+		}
+	})
 }
 
 // A checkpoint inside a batch read by a run without --cwlogs (or of a
@@ -199,41 +203,43 @@ func TestInBatchResumeWithoutCWLogs(t *testing.T) {
 // A filter that drops log events moves the checkpoint past them, inside
 // the batch.
 func TestCWLogsSelectInsideBatch(t *testing.T) {
-	w := newWorld(t, 1)
-	_, s1 := w.fake.Put("s", "k", cwBatch(t, "ERROR a", "ok b", "ERROR c", "ok d", "ok e"))
-	store := NewMemoryStore(nil)
-	opts := fastOptions()
-	opts.CWLogs = true
-	opts.IdleExit = 0
-	opts.MaxRecords = 1
-	opts.Select = func(_ context.Context, batch []Record) ([]Record, int) {
-		var out []Record
-		for _, r := range batch {
-			if strings.HasPrefix(r.Log.Message, "ERROR") {
-				out = append(out, r)
+	forEachKind(t, func(t *testing.T, kind string) {
+		w := newWorldOf(t, 1, kind)
+		_, s1 := w.fake.Put("s", "k", cwBatch(t, "ERROR a", "ok b", "ERROR c", "ok d", "ok e"))
+		store := NewMemoryStore(nil)
+		opts := fastOptions()
+		opts.CWLogs = true
+		opts.IdleExit = 0
+		opts.MaxRecords = 1
+		opts.Select = func(_ context.Context, batch []Record) ([]Record, int) {
+			var out []Record
+			for _, r := range batch {
+				if strings.HasPrefix(r.Log.Message, "ERROR") {
+					out = append(out, r)
+				}
 			}
+			return out, len(batch)
 		}
-		return out, len(batch)
-	}
-	out := &sink{}
-	runTail(t, w.fake, store, opts, out)
-	if got := messages(out.records()); !slices.Equal(got, []string{"ERROR a"}) {
-		t.Fatalf("printed %v", got)
-	}
-	if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: s1, InBatch: true, LogEventIndex: 0}) {
-		t.Fatalf("checkpoint %v after a --max-records stop", got)
-	}
-	opts.MaxRecords = 0
-	opts.IdleExit = fastOptions().IdleExit
-	out = &sink{}
-	runTail(t, w.fake, store, opts, out)
-	if got := messages(out.records()); !slices.Equal(got, []string{"ERROR c"}) {
-		t.Fatalf("printed %v", got)
-	}
-	// The dropped "ok e" was read: the batch is done.
-	if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: s1}) {
-		t.Fatalf("checkpoint %v, want past the whole batch", got)
-	}
+		out := &sink{}
+		w.run(store, opts, out)
+		if got := messages(out.records()); !slices.Equal(got, []string{"ERROR a"}) {
+			t.Fatalf("printed %v", got)
+		}
+		if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: s1, InBatch: true, LogEventIndex: 0}) {
+			t.Fatalf("checkpoint %v after a --max-records stop", got)
+		}
+		opts.MaxRecords = 0
+		opts.IdleExit = fastOptions().IdleExit
+		out = &sink{}
+		w.run(store, opts, out)
+		if got := messages(out.records()); !slices.Equal(got, []string{"ERROR c"}) {
+			t.Fatalf("printed %v", got)
+		}
+		// The dropped "ok e" was read: the batch is done.
+		if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: s1}) {
+			t.Fatalf("checkpoint %v, want past the whole batch", got)
+		}
+	})
 }
 
 func TestResumeSkipAt(t *testing.T) {

@@ -6,7 +6,9 @@
 // It owns the scheduler (scheduler.go: the event loop, one method per
 // event), the shard bookkeeping (shards.go: listings, which shard may be
 // read, what each reader delivered), the per-shard readers and their pacing
-// (reader.go, budget.go), the conversion of a page into delivered records
+// (reader.go, budget.go; efo.go is the other kind of reader, subscribed
+// through enhanced fan-out, with the same conversion, delivery and
+// positions), the conversion of a page into delivered records
 // (convert.go: KPL de-aggregation, kpl.go, and CloudWatch Logs batches,
 // cwlogs.go), the checkpoint store (the local file is the first
 // implementation), and the synchronisation with a lease table shared by

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/efo"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
@@ -66,6 +67,10 @@ type Options struct {
 	// and checkpoints go to them instead of the Store.
 	Leases Leases
 
+	// EFO, when set, reads every shard through this enhanced fan-out
+	// consumer instead of GetRecords (efo.go). Not with Leases.
+	EFO *EFO
+
 	// OnPoll, when set, is called after every successful GetRecords with
 	// what it returned (from the reader's goroutine; keep it quick).
 	OnPoll func(PollStats)
@@ -81,6 +86,9 @@ type Options struct {
 	// minInterval is the pacer's floor between GetRecords attempts of one
 	// shard; only this package's tests lower it.
 	minInterval time.Duration
+	// efoTune adjusts each efo.Reader's options (this package's tests
+	// shorten its backoffs).
+	efoTune func(*efo.Options)
 }
 
 // PollStats is what one GetRecords returned, for live figures.
@@ -150,3 +158,7 @@ type Result struct {
 
 // ErrShardNotFound: the --shard is not in the stream.
 var ErrShardNotFound = errors.New("shard not found")
+
+// ErrEFOWithLeases: a lease table's workers would share one consumer that
+// none of them may deregister, which a tail does not manage.
+var ErrEFOWithLeases = errors.New("enhanced fan-out does not go with a lease table")

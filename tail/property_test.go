@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fanout"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
@@ -102,7 +103,9 @@ func shardRange(f *fake.Fake, id string) (*big.Int, *big.Int) {
 // random crash points: across the runs every record is delivered at least
 // once, each key's records come out in write order in every run (and with
 // no gap or repeat inside a run), and each restart replays no more than
-// what the crashed run delivered after its last checkpoint.
+// what the crashed run delivered after its last checkpoint. The runs of a
+// seed poll, subscribe (enhanced fan-out), or take turns on the same
+// checkpoint.
 func TestPropertyCrashResume(t *testing.T) {
 	seeds := 25
 	if testing.Short() {
@@ -123,6 +126,19 @@ func TestPropertyCrashResume(t *testing.T) {
 			}
 			store := NewMemoryStore(nil)
 			seen := map[string]Record{}
+			// Subscribed runs read through a server over the same fake; a
+			// closed shard's subscription never ends on every third seed
+			// (kinesis-mock), and ends without children on others.
+			w := &world{t: t, fake: f, stream: "s", efoOptions: fanout.FakeOptions{MaxEventRecords: 1 + rng.IntN(6), NeverEnd: seed%3 == 1}}
+			kindOf := func(run int) string {
+				switch seed % 4 {
+				case 0:
+					return "polling"
+				case 1:
+					return "efo"
+				}
+				return readKinds[(run+seed)%2]
+			}
 			for run := 0; run < 6; run++ {
 				// A restart may replay what was delivered before but is not
 				// covered by the persisted checkpoint: nothing more.
@@ -185,7 +201,8 @@ func TestPropertyCrashResume(t *testing.T) {
 						}
 					})
 				}
-				_, err := New(f, cs, opts, deliver).Run(ctx)
+				w.kind = kindOf(run)
+				_, err := New(f, cs, w.with(opts), deliver).Run(ctx)
 				close(stopWriter)
 				wg.Wait()
 				cancel()

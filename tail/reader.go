@@ -118,13 +118,19 @@ type reader struct {
 	// to the table before the first read (see Position.From).
 	recordStart bool
 	// calling: when the GetRecords in flight was sent (Unix nanoseconds;
-	// 0 = none), for --idle-exit.
+	// 0 = none), for --idle-exit; subscribed, when the last event came.
 	calling atomic.Int64
 }
 
 // unanswered reports whether a GetRecords has been in flight for d: its
 // answer may hold records, so the reader is not known to be at its tip.
+// A subscribed reader (efo.go) awaits its next event all the time, and
+// the service sends them while idle too: for it, only a silence longer
+// than eventsWithin counts.
 func (r *reader) unanswered(now time.Time, d time.Duration) bool {
+	if r.t.opts.EFO != nil {
+		d = max(d, eventsWithin)
+	}
 	c := r.calling.Load()
 	return c != 0 && now.Sub(time.Unix(0, c)) >= d
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/efo"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
@@ -58,6 +59,7 @@ type Tailer struct {
 	listings      sync.WaitGroup // relists in flight
 	started       int
 	lease         *leaseSync // nil without Options.Leases
+	pacer         *efo.Pacer // SubscribeToShard calls, with Options.EFO
 }
 
 type event interface{}
@@ -97,6 +99,12 @@ func New(api API, store Store, opts Options, deliver DeliverFunc) *Tailer {
 	if opts.Leases != nil {
 		t.lease = newLeaseSync(t, opts.Leases)
 	}
+	if opts.EFO != nil {
+		t.pacer = opts.EFO.Pacer
+		if t.pacer == nil {
+			t.pacer = efo.NewPacer(0)
+		}
+	}
 	return t
 }
 
@@ -113,6 +121,9 @@ func (t *Tailer) send(ev event) {
 // Run reads until the context ends, MaxRecords or IdleExit, or an error.
 // It always saves the checkpoint of what was delivered before returning.
 func (t *Tailer) Run(ctx context.Context) (res Result, err error) {
+	if t.opts.EFO != nil && t.opts.Leases != nil {
+		return Result{Reason: StopError}, ErrEFOWithLeases
+	}
 	positions, err := t.store.Load(ctx)
 	if err != nil {
 		return Result{Reason: StopError}, err

@@ -57,28 +57,30 @@ func evenRecord(d string) bool {
 // it, so a run without the filter on the same store starts after it (the
 // --key filter, by contrast, keeps the checkpoint at its last kept record).
 func TestSelectDroppedRecordsCountAsRead(t *testing.T) {
-	w := newWorld(t, 1)
-	seqs := putNumbered(w, 10)
-	store := NewMemoryStore(nil)
-	opts := fastOptions()
-	opts.Select = keepData(evenRecord)
-	out := &sink{}
-	res := runTail(t, w.fake, store, opts, out)
-	if got, want := datas(out.records()), []string{"r0", "r2", "r4", "r6", "r8"}; !slices.Equal(got, want) {
-		t.Fatalf("printed %v, want %v", got, want)
-	}
-	if res.Records != 5 || res.Dropped != 5 {
-		t.Fatalf("result %+v, want 5 records printed and 5 dropped", res)
-	}
-	if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: seqs[9]}) {
-		t.Fatalf("checkpoint %v, want the last record read, dropped or not: %s", got, seqs[9])
-	}
-	w.fake.Put("s", "k", []byte("r10"))
-	out = &sink{}
-	runTail(t, w.fake, store, fastOptions(), out)
-	if got := datas(out.records()); !slices.Equal(got, []string{"r10"}) {
-		t.Fatalf("the next run printed %v, want only the new record r10", got)
-	}
+	forEachKind(t, func(t *testing.T, kind string) {
+		w := newWorldOf(t, 1, kind)
+		seqs := putNumbered(w, 10)
+		store := NewMemoryStore(nil)
+		opts := fastOptions()
+		opts.Select = keepData(evenRecord)
+		out := &sink{}
+		res := w.run(store, opts, out)
+		if got, want := datas(out.records()), []string{"r0", "r2", "r4", "r6", "r8"}; !slices.Equal(got, want) {
+			t.Fatalf("printed %v, want %v", got, want)
+		}
+		if res.Records != 5 || res.Dropped != 5 {
+			t.Fatalf("result %+v, want 5 records printed and 5 dropped", res)
+		}
+		if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: seqs[9]}) {
+			t.Fatalf("checkpoint %v, want the last record read, dropped or not: %s", got, seqs[9])
+		}
+		w.fake.Put("s", "k", []byte("r10"))
+		out = &sink{}
+		w.run(store, fastOptions(), out)
+		if got := datas(out.records()); !slices.Equal(got, []string{"r10"}) {
+			t.Fatalf("the next run printed %v, want only the new record r10", got)
+		}
+	})
 }
 
 // --max-records counts what Select keeps, not what it reads. A run it
@@ -86,35 +88,37 @@ func TestSelectDroppedRecordsCountAsRead(t *testing.T) {
 // it are read again (and dropped again) by the next run, and nothing
 // unprinted is skipped.
 func TestSelectMaxRecordsCountsPrinted(t *testing.T) {
-	w := newWorld(t, 1)
-	seqs := putNumbered(w, 20)
-	store := NewMemoryStore(nil)
-	fourth := func(d string) bool {
-		var n int
-		fmt.Sscanf(d, "r%d", &n)
-		return n%4 == 0
-	}
-	var got []string
-	var saved []Position
-	for run := range 3 {
-		opts := fastOptions()
-		opts.Select = keepData(fourth)
-		opts.MaxRecords = 2
-		out := &sink{}
-		res := runTail(t, w.fake, store, opts, out)
-		got = append(got, datas(out.records())...)
-		saved = append(saved, store.Saved()["shardId-000000000000"])
-		if run < 2 && (res.Reason != StopMaxRecords || res.Records != 2) {
-			t.Fatalf("run %d: %+v, want 2 printed and a stop at --max-records", run, res)
+	forEachKind(t, func(t *testing.T, kind string) {
+		w := newWorldOf(t, 1, kind)
+		seqs := putNumbered(w, 20)
+		store := NewMemoryStore(nil)
+		fourth := func(d string) bool {
+			var n int
+			fmt.Sscanf(d, "r%d", &n)
+			return n%4 == 0
 		}
-	}
-	if want := []string{"r0", "r4", "r8", "r12", "r16"}; !slices.Equal(got, want) {
-		t.Fatalf("printed %v over three runs, want %v", got, want)
-	}
-	want := []Position{{SequenceNumber: seqs[4]}, {SequenceNumber: seqs[12]}, {SequenceNumber: seqs[19]}}
-	if !slices.Equal(saved, want) {
-		t.Fatalf("checkpoints %v, want %v", saved, want)
-	}
+		var got []string
+		var saved []Position
+		for run := range 3 {
+			opts := fastOptions()
+			opts.Select = keepData(fourth)
+			opts.MaxRecords = 2
+			out := &sink{}
+			res := w.run(store, opts, out)
+			got = append(got, datas(out.records())...)
+			saved = append(saved, store.Saved()["shardId-000000000000"])
+			if run < 2 && (res.Reason != StopMaxRecords || res.Records != 2) {
+				t.Fatalf("run %d: %+v, want 2 printed and a stop at --max-records", run, res)
+			}
+		}
+		if want := []string{"r0", "r4", "r8", "r12", "r16"}; !slices.Equal(got, want) {
+			t.Fatalf("printed %v over three runs, want %v", got, want)
+		}
+		want := []Position{{SequenceNumber: seqs[4]}, {SequenceNumber: seqs[12]}, {SequenceNumber: seqs[19]}}
+		if !slices.Equal(saved, want) {
+			t.Fatalf("checkpoints %v, want %v", saved, want)
+		}
+	})
 }
 
 // A Select interrupted mid-batch (the tail stopping while it evaluates)
@@ -164,31 +168,33 @@ func TestSelectInterruptedCheckpointsWhatItDecided(t *testing.T) {
 // dropped user record is its sub-sequence, and --key applies before
 // Select (so the checkpoint stays at the key's last record read).
 func TestSelectOnAggregatesAndKey(t *testing.T) {
-	w := newWorld(t, 1)
-	users := []UserRecord{{PartitionKey: "a", Data: []byte("r0")}, {PartitionKey: "b", Data: []byte("r1")}, {PartitionKey: "a", Data: []byte("r2")}, {PartitionKey: "a", Data: []byte("r3")}}
-	_, seq := w.fake.Put("s", "agg", aggregate([]string{"a", "b"}, nil, users))
-	w.fake.Put("s", "b", []byte("r4"))
-	store := NewMemoryStore(nil)
-	opts := fastOptions()
-	opts.Select = keepData(evenRecord)
-	out := &sink{}
-	runTail(t, w.fake, store, opts, out)
-	if got := datas(out.records()); !slices.Equal(got, []string{"r0", "r2", "r4"}) {
-		t.Fatalf("printed %v", got)
-	}
+	forEachKind(t, func(t *testing.T, kind string) {
+		w := newWorldOf(t, 1, kind)
+		users := []UserRecord{{PartitionKey: "a", Data: []byte("r0")}, {PartitionKey: "b", Data: []byte("r1")}, {PartitionKey: "a", Data: []byte("r2")}, {PartitionKey: "a", Data: []byte("r3")}}
+		_, seq := w.fake.Put("s", "agg", aggregate([]string{"a", "b"}, nil, users))
+		w.fake.Put("s", "b", []byte("r4"))
+		store := NewMemoryStore(nil)
+		opts := fastOptions()
+		opts.Select = keepData(evenRecord)
+		out := &sink{}
+		w.run(store, opts, out)
+		if got := datas(out.records()); !slices.Equal(got, []string{"r0", "r2", "r4"}) {
+			t.Fatalf("printed %v", got)
+		}
 
-	store = NewMemoryStore(nil)
-	opts.KeyName = "a"
-	out = &sink{}
-	res := runTail(t, w.fake, store, opts, out)
-	if got := datas(out.records()); !slices.Equal(got, []string{"r0", "r2"}) {
-		t.Fatalf("with --key a: printed %v", got)
-	}
-	// r3 (key a, dropped) is the last of key a read; r4 (key b) is not
-	// counted.
-	if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: seq, SubSequence: 3, Aggregated: true}) || res.Dropped != 1 {
-		t.Fatalf("with --key a: checkpoint %v, %d dropped; want %s/3 and 1", got, res.Dropped, seq)
-	}
+		store = NewMemoryStore(nil)
+		opts.KeyName = "a"
+		out = &sink{}
+		res := w.run(store, opts, out)
+		if got := datas(out.records()); !slices.Equal(got, []string{"r0", "r2"}) {
+			t.Fatalf("with --key a: printed %v", got)
+		}
+		// r3 (key a, dropped) is the last of key a read; r4 (key b) is not
+		// counted.
+		if got := store.Saved()["shardId-000000000000"]; got != (Position{SequenceNumber: seq, SubSequence: 3, Aggregated: true}) || res.Dropped != 1 {
+			t.Fatalf("with --key a: checkpoint %v, %d dropped; want %s/3 and 1", got, res.Dropped, seq)
+		}
+	})
 }
 
 // splitLines is what a --jq Out holds.

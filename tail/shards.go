@@ -322,7 +322,7 @@ func (t *Tailer) startReader(s *shardState, pos Position) {
 	go func() {
 		defer t.readers.Done()
 		defer cancel()
-		err := r.run(ctx)
+		err := r.read(ctx)
 		t.send(exitEvent{id: s.id, gen: gen, err: err})
 	}()
 }

@@ -1,11 +1,14 @@
 package efo
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -53,10 +56,11 @@ func (p *Pacer) Wait(ctx context.Context, consumerARN, shardID string) error {
 
 // callOptions are the per-call options of every SubscribeToShard: one
 // attempt (the reader retries, each attempt through the pacer), and the
-// request body fix below.
+// request body and initial-response fixes below.
 func callOptions(o *kinesis.Options) {
 	o.RetryMaxAttempts = 1
 	HTTP1StreamFix(o)
+	initialResponseFix(o)
 }
 
 // HTTP1StreamFix keeps an event stream alive over HTTP/1.1. The SDK closes
@@ -82,6 +86,70 @@ func HTTP1StreamFix(o *kinesis.Options) {
 				return next.HandleDeserialize(ctx, in)
 			}), middleware.After)
 	})
+}
+
+// initialResponseFix lets an event stream that does not begin with the
+// initial-response event be read. The SDK reads that event first and
+// fails the call without it ("expected initial-response"); AWS always
+// sends it, kinesis-mock (and LocalStack, which runs kinesis-mock) never
+// does (docs/KINESIS-NOTES.md §8). The response body is given one when
+// its first message is anything else; a body that has one is read as it
+// came.
+func initialResponseFix(o *kinesis.Options) {
+	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+		return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("kinesis-shards-initial-response",
+			func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleDeserialize(ctx, in)
+				if resp, ok := out.RawResponse.(*smithyhttp.Response); ok && err == nil && resp.StatusCode == http.StatusOK &&
+					resp.Header.Get("Content-Type") == eventStreamType {
+					resp.Body = &initialResponseBody{body: resp.Body}
+				}
+				return out, md, err
+			}), middleware.After)
+	})
+}
+
+const eventStreamType = "application/vnd.amazon.eventstream"
+
+// initialResponseBody is an event stream body that begins with the
+// initial-response event: at the first Read it reads the body's first
+// message and, unless that is the initial-response, puts one before it.
+type initialResponseBody struct {
+	body   io.ReadCloser
+	prefix *bytes.Reader // nil until the first message was read
+}
+
+func (b *initialResponseBody) Read(p []byte) (int, error) {
+	if b.prefix == nil {
+		var first bytes.Buffer
+		msg, err := eventstream.NewDecoder().Decode(io.TeeReader(b.body, &first), nil)
+		var head bytes.Buffer
+		if err == nil && !isInitialResponse(msg) {
+			var ir eventstream.Message
+			ir.Headers.Set(":message-type", eventstream.StringValue("event"))
+			ir.Headers.Set(":event-type", eventstream.StringValue("initial-response"))
+			ir.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+			ir.Payload = []byte("{}")
+			if err := eventstream.NewEncoder().Encode(&head, ir); err != nil {
+				return 0, err
+			}
+		}
+		// What was read (all of a message, or what came before an error)
+		// goes on as it came: the SDK's decoder sees the same bytes.
+		head.Write(first.Bytes())
+		b.prefix = bytes.NewReader(head.Bytes())
+	}
+	if b.prefix.Len() > 0 {
+		return b.prefix.Read(p)
+	}
+	return b.body.Read(p)
+}
+
+func (b *initialResponseBody) Close() error { return b.body.Close() }
+
+func isInitialResponse(m eventstream.Message) bool {
+	v := m.Headers.Get(":event-type")
+	return v != nil && v.String() == "initial-response"
 }
 
 // readerOnly hides every method of a reader but Read.

@@ -41,13 +41,16 @@ var (
 	errSubscriptionTimeout = errors.New("the subscription's deadline passed")
 	errCallTimeout         = errors.New("SubscribeToShard did not answer in time")
 	errIdle                = errors.New("no event came for too long")
+	errNoEvent             = errors.New("the subscription ended before any event")
 )
 
 // consumerNameRE takes the name out of a consumer ARN
 // (arn:…:stream/<stream>/consumer/<name>:<epoch>).
 var consumerNameRE = regexp.MustCompile(`/consumer/([^:/]+):[0-9]+$`)
 
-func consumerName(arn string) string {
+// ConsumerName is the consumer's name in its ARN (the ARN itself when it
+// is not a consumer ARN).
+func ConsumerName(arn string) string {
 	if m := consumerNameRE.FindStringSubmatch(arn); m != nil {
 		return m[1]
 	}

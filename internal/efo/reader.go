@@ -83,6 +83,12 @@ type Options struct {
 	// Logf receives the debug lines: each call with its starting
 	// position, and each subscription's end with its events and records.
 	Logf func(format string, args ...any)
+	// OnFailure, when set, is called from Run's goroutine each time a call
+	// or a subscription failed (refusals included), with what failed,
+	// before the reader waits to subscribe again (or gives up): until the
+	// next event the caller cannot know how far the shard's tip is. A
+	// clean end (the five minutes) is no failure.
+	OnFailure func(err error)
 }
 
 func (o *Options) defaults() error {
@@ -185,7 +191,7 @@ func NewReader(api API, o Options) (*Reader, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &Reader{api: api, o: o, name: consumerName(o.ConsumerARN)}, nil
+	return &Reader{api: api, o: o, name: ConsumerName(o.ConsumerARN)}, nil
 }
 
 // Stats returns the counts so far; safe to call while Run runs.
@@ -298,12 +304,16 @@ func (r *Reader) after(res result) (time.Duration, error) {
 		if res.events > 0 {
 			return 0, nil // the usual end: subscribe again (the pacer spaces the calls)
 		}
+		r.failed(errNoEvent)
 		r.failures++
 		r.count(func(s *Stats) { s.Failures++ })
 		if r.failures > r.o.MaxFailures {
 			return 0, fmt.Errorf("shard %s: %d subscriptions of consumer %s in a row ended before any event", r.o.ShardID, r.failures, r.name)
 		}
 		return r.backoff(r.o.RetryBackoff, maxBackoff, r.failures), nil
+	}
+	if kind != kindFatal {
+		r.failed(res.err)
 	}
 	switch kind {
 	case kindInUse:
@@ -337,6 +347,12 @@ func (r *Reader) after(res result) (time.Duration, error) {
 		return d, nil
 	}
 	return 0, fmt.Errorf("shard %s: SubscribeToShard of consumer %s: %w", r.o.ShardID, r.name, res.err)
+}
+
+func (r *Reader) failed(err error) {
+	if r.o.OnFailure != nil {
+		r.o.OnFailure(err)
+	}
 }
 
 // backoff is exponential with jitter in [d/2, d).

@@ -181,3 +181,55 @@ func TestKinesisMockLatest(t *testing.T) {
 		t.Fatalf("calls from %s, %s", calls[0].Position(), calls[1].Position())
 	}
 }
+
+// Straight to kinesis-mock, with no shim: its streams start with an event,
+// not the initial-response the SDK reads first; the reader supplies it, so
+// it reads records (and kinesis-mock's refusals inside the stream) as
+// through the shim.
+func TestKinesisMockWithoutTheShim(t *testing.T) {
+	m := newMock(t, fanout.ShimOptions{})
+	want := m.put(t, 0, 4)
+	o := m.options(efo.TrimHorizon())
+	r, err := efo.NewReader(m.direct, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var c collector
+	c.hook = func(b efo.Batch) error {
+		if len(c.got())+len(b.Records) >= len(want) {
+			cancel()
+		}
+		return nil
+	}
+	if _, err := r.Run(ctx, c.deliver); ctx.Err() == nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !slices.Equal(c.got(), want) {
+		t.Fatalf("records %v, want %v", c.got(), want)
+	}
+	// A second reader at once: kinesis-mock refuses the consumer and shard
+	// for a second or two inside the stream; the reader asks again.
+	r2, err := efo.NewReader(m.direct, m.options(efo.AfterSequence(want[len(want)-1])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := m.put(t, 4, 2)
+	ctx2, cancel2 := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel2()
+	var c2 collector
+	c2.hook = func(b efo.Batch) error {
+		if len(c2.got())+len(b.Records) >= len(more) {
+			cancel2()
+		}
+		return nil
+	}
+	if _, err := r2.Run(ctx2, c2.deliver); ctx2.Err() == nil {
+		t.Fatalf("second Run: %v", err)
+	}
+	if !slices.Equal(c2.got(), more) {
+		t.Fatalf("records %v, want %v", c2.got(), more)
+	}
+	t.Logf("second reader: %+v", r2.Stats())
+}

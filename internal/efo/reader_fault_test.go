@@ -62,7 +62,10 @@ func TestFaultsLoseNothing(t *testing.T) {
 			e.stub.CloseShard(shard0, children...)
 			e.stub.Fail(shard0, tt.faults...)
 			var c collector
-			r, err := efo.NewReader(e.client, e.fast(efo.TrimHorizon()))
+			o := e.fast(efo.TrimHorizon())
+			var failures []error
+			o.OnFailure = func(err error) { failures = append(failures, err) }
+			r, err := efo.NewReader(e.client, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,6 +93,10 @@ func TestFaultsLoseNothing(t *testing.T) {
 			}
 			if tt.stat != nil && !tt.stat(r.Stats()) {
 				t.Fatalf("stats %+v", r.Stats())
+			}
+			// Every failure is reported, a clean end is not.
+			if st := r.Stats(); len(failures) != st.Failures+st.InUse {
+				t.Fatalf("OnFailure called %d times (%v) for stats %+v", len(failures), failures, st)
 			}
 		})
 	}

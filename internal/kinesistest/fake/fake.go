@@ -422,21 +422,29 @@ func (f *Fake) GetShardIterator(ctx context.Context, in *kinesis.GetShardIterato
 	if sh == nil || sh.Trimmed {
 		return nil, &types.ResourceNotFoundException{Message: aws.String("Shard " + aws.ToString(in.ShardId) + " not found.")}
 	}
-	idx := 0
-	switch in.ShardIteratorType {
+	idx, err := sh.startIndex(in.ShardIteratorType, aws.ToString(in.StartingSequenceNumber), aws.ToTime(in.Timestamp))
+	if err != nil {
+		return nil, err
+	}
+	return &kinesis.GetShardIteratorOutput{ShardIterator: iterator(s.Name, sh.ID, idx, false)}, nil
+}
+
+// startIndex is the index of the first record a reader starting at this
+// position gets (GetShardIterator's rules; SubscribeToShard's are the same).
+func (sh *Shard) startIndex(typ types.ShardIteratorType, seq string, ts time.Time) (int, error) {
+	switch typ {
 	case types.ShardIteratorTypeTrimHorizon:
+		return 0, nil
 	case types.ShardIteratorTypeLatest:
-		idx = len(sh.Records)
+		return len(sh.Records), nil
 	case types.ShardIteratorTypeAtTimestamp:
-		idx = len(sh.Records)
 		for i, r := range sh.Records {
-			if !r.Arrival.Before(aws.ToTime(in.Timestamp)) {
-				idx = i
-				break
+			if !r.Arrival.Before(ts) {
+				return i, nil
 			}
 		}
+		return len(sh.Records), nil
 	case types.ShardIteratorTypeAtSequenceNumber, types.ShardIteratorTypeAfterSequenceNumber:
-		seq := aws.ToString(in.StartingSequenceNumber)
 		found := -1
 		for i, r := range sh.Records {
 			if r.Seq == seq {
@@ -444,16 +452,14 @@ func (f *Fake) GetShardIterator(ctx context.Context, in *kinesis.GetShardIterato
 			}
 		}
 		if found < 0 {
-			return nil, &types.InvalidArgumentException{Message: aws.String("Invalid StartingSequenceNumber. It encodes another shard or stream.")}
+			return 0, &types.InvalidArgumentException{Message: aws.String("Invalid StartingSequenceNumber. It encodes another shard or stream.")}
 		}
-		idx = found
-		if in.ShardIteratorType == types.ShardIteratorTypeAfterSequenceNumber {
-			idx++
+		if typ == types.ShardIteratorTypeAfterSequenceNumber {
+			found++
 		}
-	default:
-		return nil, &types.InvalidArgumentException{Message: aws.String("bad iterator type")}
+		return found, nil
 	}
-	return &kinesis.GetShardIteratorOutput{ShardIterator: iterator(s.Name, sh.ID, idx, false)}, nil
+	return 0, &types.InvalidArgumentException{Message: aws.String("bad iterator type")}
 }
 
 // GetRecords implements the SDK call.

@@ -27,7 +27,8 @@
 // Stub is a loopback server of its own for what no emulator produces: it
 // serves the consumer calls (register, describe with CREATING and DELETING
 // that last a given number of polls, paged listing, deregister, the
-// 20-consumer limit) and SubscribeToShard over shards whose records the
+// 20-consumer limit), DescribeStreamSummary and ListShards (enough for a
+// client to schedule its shards) and SubscribeToShard over shards whose records the
 // test puts, with AWS's rules: one call a second per consumer and shard
 // (LimitExceededException), a second subscription within 5 s of the first
 // refused (ResourceInUseException from the call) and a later one taking
@@ -39,7 +40,14 @@
 // clean end, a stream that repeats records. It serves HTTP/1.1, or HTTP/2
 // over TLS (StubOptions.TLS) to test the client's transport.
 //
+// FakeServer serves SubscribeToShard over loopback HTTP from an in-memory
+// fake.Fake, so that the tail scheduler's tests, which script reshard
+// histories on the fake, read them subscribed as well as polling: the same
+// records, closed shards and children, ends as AWS sends them (or, with
+// NeverEnd, as kinesis-mock does not), and the Stub's scripted faults.
+//
 // Use the stub for the reader's and the consumer lifecycle's error paths,
-// exactly and fast; use the shim on kinesis-mock to show the same code
-// works against an emulator that really stores and streams records.
+// exactly and fast; the fake server for the scheduler over histories; the
+// shim on kinesis-mock to show the same code works against an emulator
+// that really stores and streams records.
 package fanout

@@ -369,6 +369,8 @@ func (s *Stub) serve(w http.ResponseWriter, r *http.Request) {
 		s.subscribe(w, r, body)
 	case "DescribeStreamSummary":
 		s.describeStream(w, body)
+	case "ListShards":
+		s.listShards(w, body)
 	default:
 		writeError(w, "UnknownOperationException", "fanout stub: "+op+" is not served")
 	}
@@ -551,8 +553,13 @@ func (s *Stub) describeStream(w http.ResponseWriter, body []byte) {
 
 // recordJSON is a stub record as the wire carries it.
 func recordJSON(r *stubRecord) json.RawMessage {
-	b, _ := json.Marshal(wireRecord{ApproximateArrivalTimestamp: epoch(r.arrival), Data: r.data, EncryptionType: "NONE",
-		PartitionKey: r.key, SequenceNumber: r.seq})
+	return wireRecordJSON(r.seq, r.key, r.data, r.arrival)
+}
+
+// wireRecordJSON is a record as the wire carries it.
+func wireRecordJSON(seq, key string, data []byte, arrival time.Time) json.RawMessage {
+	b, _ := json.Marshal(wireRecord{ApproximateArrivalTimestamp: epoch(arrival), Data: data, EncryptionType: "NONE",
+		PartitionKey: key, SequenceNumber: seq})
 	return b
 }
 

@@ -43,22 +43,10 @@ func (s *Stub) subscribe(w http.ResponseWriter, r *http.Request, body []byte) {
 	if q := s.faults[req.ShardID]; len(q) > 0 {
 		fault, s.faults[req.ShardID] = q[0], q[1:]
 	}
-	sh, start, code, why := s.checkSubscribe(&req)
-	switch {
-	case fault.CallError != "":
-		code, why = fault.CallError, "fanout stub: scripted "+fault.CallError
-	case fault.Status != 0:
-		s.mu.Unlock()
-		http.Error(w, "fanout stub: scripted status", fault.Status)
-		return
-	case fault.Hang:
-		s.mu.Unlock()
-		select {
-		case <-r.Context().Done():
-		case <-s.closing:
-		}
+	if answerFault(w, r, fault, s.closing, s.mu.Unlock) {
 		return
 	}
+	sh, start, code, why := s.checkSubscribe(&req)
 	start = max(0, start-fault.Repeat)
 	old := s.active[key]
 	if code == "" && old != nil && now.Sub(old.started) < s.opts.InUseWindow {
@@ -142,19 +130,8 @@ func (s *Stub) checkSubscribe(req *subscribeRequest) (sh *stubShard, start int, 
 // until the shard's end, the subscription's lifetime, a fault, a takeover,
 // the client leaving or the stub closing.
 func (s *Stub) stream(w http.ResponseWriter, r *http.Request, sh *stubShard, idx int, sub *subscription, fault Fault) {
-	w.Header().Set("Content-Type", eventStreamType)
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	send := func(m eventstream.Message) bool {
-		if err := s.enc.encode(w, m); err != nil {
-			return false
-		}
-		if fl != nil {
-			fl.Flush()
-		}
-		return true
-	}
-	if !send(initialResponseMessage()) {
+	send, ok := s.enc.openStream(w)
+	if !ok {
 		return
 	}
 	lifetime := time.NewTimer(s.opts.Lifetime)
@@ -162,29 +139,11 @@ func (s *Stub) stream(w http.ResponseWriter, r *http.Request, sh *stubShard, idx
 	tick := time.NewTicker(s.opts.Tick)
 	defer tick.Stop()
 	for events := 0; ; events++ {
-		if events == fault.AfterEvents {
-			switch {
-			case fault.StreamError != "":
-				send(exceptionMessage(fault.StreamError, "fanout stub: scripted "+fault.StreamError))
-				return
-			case fault.End:
-				return
-			case fault.Stall:
-				select {
-				case <-r.Context().Done():
-				case <-s.closing:
-				}
-				return
-			case fault.Drop:
-				msg, _, _ := s.nextEvent(sh, idx)
-				var b bytes.Buffer
-				_ = s.enc.encode(&b, msg)
-				_, _ = w.Write(b.Bytes()[:b.Len()/2])
-				if fl != nil {
-					fl.Flush()
-				}
-				panic(http.ErrAbortHandler) // cut the connection, no clean end
-			}
+		if events == fault.AfterEvents && s.enc.endByFault(w, r, fault, s.closing, send, func() eventstream.Message {
+			msg, _, _ := s.nextEvent(sh, idx)
+			return msg
+		}) {
+			return
 		}
 		msg, n, final := s.nextEvent(sh, idx)
 		if !send(msg) || final {
@@ -212,6 +171,75 @@ func (s *Stub) stream(w http.ResponseWriter, r *http.Request, sh *stubShard, idx
 			break
 		}
 	}
+}
+
+// openStream answers 200 with an event stream and sends the
+// initial-response; send writes (and flushes) one more message. ok is
+// false when the client is gone.
+func (e *encoder) openStream(w http.ResponseWriter) (send func(eventstream.Message) bool, ok bool) {
+	w.Header().Set("Content-Type", eventStreamType)
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	send = func(m eventstream.Message) bool {
+		if err := e.encode(w, m); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return true
+	}
+	return send, send(initialResponseMessage())
+}
+
+// answerFault answers a call the way its fault says (an error code, a
+// status, no answer at all) and reports whether it did; unlock is called
+// first either way, before anything is written.
+func answerFault(w http.ResponseWriter, r *http.Request, f Fault, closing <-chan struct{}, unlock func()) bool {
+	switch {
+	case f.CallError != "":
+		unlock()
+		writeError(w, f.CallError, "fanout stub: scripted "+f.CallError)
+	case f.Status != 0:
+		unlock()
+		http.Error(w, "fanout stub: scripted status", f.Status)
+	case f.Hang:
+		unlock()
+		select {
+		case <-r.Context().Done():
+		case <-closing:
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// endByFault ends a stream at the event where its fault strikes, the way
+// the fault says, and reports whether it did (the handler then returns).
+// next is the event that would have come (a Drop sends half of it).
+func (e *encoder) endByFault(w http.ResponseWriter, r *http.Request, f Fault, closing <-chan struct{}, send func(eventstream.Message) bool, next func() eventstream.Message) bool {
+	switch {
+	case f.StreamError != "":
+		send(exceptionMessage(f.StreamError, "fanout stub: scripted "+f.StreamError))
+	case f.End:
+	case f.Stall:
+		select {
+		case <-r.Context().Done():
+		case <-closing:
+		}
+	case f.Drop:
+		var b bytes.Buffer
+		_ = e.encode(&b, next())
+		_, _ = w.Write(b.Bytes()[:b.Len()/2])
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		panic(http.ErrAbortHandler) // cut the connection, no clean end
+	default:
+		return false
+	}
+	return true
 }
 
 // hasNews reports whether a subscription at idx has something to send

@@ -375,3 +375,43 @@ func TestStubTLSHTTP2(t *testing.T) {
 		t.Fatalf("proto %s", calls[len(calls)-1].Proto)
 	}
 }
+
+// The listing: every shard in the stub's order with an even share of the
+// key space; once a shard is closed, its end and its children (their
+// ranges and parents) as the final event names them.
+func TestStubListShards(t *testing.T) {
+	s, c, _ := fastStub(t, StubOptions{Shards: []string{shard0, "shardId-000000000001", "shardId-000000000002"}})
+	seqs := put(s, shard0, 0, 2)
+	list := func() []string {
+		out, err := c.ListShards(t.Context(), &kinesis.ListShardsInput{StreamARN: aws.String(s.StreamARN)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, sh := range out.Shards {
+			got = append(got, fmt.Sprintf("%s %s-%s parent=%s end=%s", aws.ToString(sh.ShardId), aws.ToString(sh.HashKeyRange.StartingHashKey),
+				aws.ToString(sh.HashKeyRange.EndingHashKey), aws.ToString(sh.ParentShardId), aws.ToString(sh.SequenceNumberRange.EndingSequenceNumber)))
+		}
+		return got
+	}
+	// A third of 2^128 is 113427455640312821154458202477256070485.
+	want := []string{
+		shard0 + " 0-113427455640312821154458202477256070484 parent= end=",
+		"shardId-000000000001 113427455640312821154458202477256070485-226854911280625642308916404954512140969 parent= end=",
+		"shardId-000000000002 226854911280625642308916404954512140970-340282366920938463463374607431768211455 parent= end=",
+	}
+	if got := list(); !slices.Equal(got, want) {
+		t.Fatalf("listing\n%q\nwant\n%q", got, want)
+	}
+	s.CloseShard(shard0,
+		types.ChildShard{ShardId: aws.String("shardId-000000000001"), ParentShards: []string{shard0}, HashKeyRange: &types.HashKeyRange{StartingHashKey: aws.String("0"), EndingHashKey: aws.String("99")}},
+		types.ChildShard{ShardId: aws.String("shardId-000000000002"), ParentShards: []string{shard0}, HashKeyRange: &types.HashKeyRange{StartingHashKey: aws.String("100"), EndingHashKey: aws.String("199")}})
+	want = []string{
+		shard0 + " 0-113427455640312821154458202477256070484 parent= end=" + seqs[1],
+		"shardId-000000000001 0-99 parent=" + shard0 + " end=",
+		"shardId-000000000002 100-199 parent=" + shard0 + " end=",
+	}
+	if got := list(); !slices.Equal(got, want) {
+		t.Fatalf("listing after the close\n%q\nwant\n%q", got, want)
+	}
+}

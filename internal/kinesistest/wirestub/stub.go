@@ -490,6 +490,13 @@ func buildPage(o Options, at time.Time) page {
 
 const filler = "the quick brown fox jumps over the lazy dog 0123456789 "
 
+// TextPayload is the i-th text payload of size bytes a page of this stub
+// holds, for other servers that must serve the same records (the bench's
+// enhanced fan-out runs).
+func TextPayload(i, size int) []byte {
+	return payload(rand.New(rand.NewPCG(1, uint64(i))), i, size, false)
+}
+
 func payload(rng *rand.Rand, i, size int, binary bool) []byte {
 	b := make([]byte, size)
 	if binary {

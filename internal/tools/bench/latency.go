@@ -37,7 +37,9 @@ type tailWatch struct {
 	notify chan struct{}
 }
 
-func startTailWatch(c *config, e *emulator.Emulator, stream string) (*tailWatch, error) {
+// startTailWatch starts the tail on the emulator, or at endpoint when it
+// is not "" (the fanout shim in front of it), with extra flags.
+func startTailWatch(c *config, e *emulator.Emulator, stream, endpoint string, extra ...string) (*tailWatch, error) {
 	w := &tailWatch{notify: make(chan struct{}, 1)}
 	out := &lineCounter{onLine: func(line []byte, at time.Time) {
 		var l struct {
@@ -60,9 +62,12 @@ func startTailWatch(c *config, e *emulator.Emulator, stream string) (*tailWatch,
 		w.debug = append(w.debug, printed{at: at, data: string(line)})
 		w.mu.Unlock()
 	}
-	env := toolEnv(c, e.Endpoint, e.AccessKeyID())
-	ch, err := startChild([]string{c.bin, "tail", stream, "--format", "json", "--debug",
-		"--checkpoint", fmt.Sprintf("%s/%s.checkpoint", c.tmp, stream)}, env, -1, out, debug)
+	if endpoint == "" {
+		endpoint = e.Endpoint
+	}
+	env := toolEnv(c, endpoint, e.AccessKeyID())
+	ch, err := startChild(append([]string{c.bin, "tail", stream, "--format", "json", "--debug",
+		"--checkpoint", fmt.Sprintf("%s/%s.checkpoint", c.tmp, stream)}, extra...), env, -1, out, debug)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +241,7 @@ func measureHandoff(ctx context.Context, c *config, e *emulator.Emulator, k *kin
 		return nil, err
 	}
 	defer deleteStream(k, stream)
-	w, err := startTailWatch(c, e, stream)
+	w, err := startTailWatch(c, e, stream, "")
 	if err != nil {
 		return nil, err
 	}
@@ -331,14 +336,15 @@ func measureHandoff(ctx context.Context, c *config, e *emulator.Emulator, k *kin
 }
 
 // measurePutToPrint: records with their send time as payload, at a steady
-// rate on random keys of a 4-shard stream.
-func measurePutToPrint(ctx context.Context, c *config, e *emulator.Emulator, k *kinesis.Client, rate int, dur time.Duration) (toPrint, toAck []float64, err error) {
+// rate on random keys of a 4-shard stream, printed by a tail at endpoint
+// ("" for the emulator) with extra flags.
+func measurePutToPrint(ctx context.Context, c *config, e *emulator.Emulator, k *kinesis.Client, rate int, dur time.Duration, endpoint string, extra ...string) (toPrint, toAck []float64, err error) {
 	stream := streamName("latency")
 	if err := createStream(ctx, k, stream, 4); err != nil {
 		return nil, nil, err
 	}
 	defer deleteStream(k, stream)
-	w, err := startTailWatch(c, e, stream)
+	w, err := startTailWatch(c, e, stream, endpoint, extra...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -468,33 +474,7 @@ func runLatency(ctx context.Context, c *config, rep *report) error {
 		"was written, finds it at its second poll 220 ms later.\n")
 	rep.add(50, "Reshard hand-off latency (kinesis-mock)", b.String())
 
-	rate, dur := 20, 30*time.Second
-	if c.quick {
-		dur = 8 * time.Second
-	}
-	var all, allAck []float64
-	var runs sample
-	for i := range max(1, min(c.count, 2)) {
-		c.log("put-to-print latency, run %d (%d records/s for %s)", i+1, rate, dur)
-		p, a, err := measurePutToPrint(ctx, c, e, k, rate, dur)
-		if err != nil {
-			return err
-		}
-		all, allAck = append(all, p...), append(allAck, a...)
-		runs = append(runs, percentile(p, 50))
-	}
-	var lb strings.Builder
-	fmt.Fprintf(&lb, "kinesis-mock, a 4-shard stream, `tail STREAM --format json` at the default --poll-interval 1s (so each shard is polled once a second "+
-		"once caught up). A producer here calls PutRecord %d times a second on random keys for %s with its send time in the payload; latency is the "+
-		"time the line arrives here minus the send time (and minus the PutRecord acknowledgement). %d records over %d run(s), percentiles of all of them.\n\n",
-		rate, dur, len(all), len(runs))
-	lb.WriteString("| | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) |\n|---|---|---|---|---|\n")
-	fmt.Fprintf(&lb, "| put sent → printed | %s | %s | %s | %s |\n", num(percentile(all, 50)), num(percentile(all, 90)), num(percentile(all, 99)), num(percentile(all, 100)))
-	fmt.Fprintf(&lb, "| put acknowledged → printed | %s | %s | %s | %s |\n", num(percentile(allAck, 50)), num(percentile(allAck, 90)), num(percentile(allAck, 99)), num(percentile(allAck, 100)))
-	fmt.Fprintf(&lb, "\nThe poll interval bounds it: a record waits for its shard's next poll, uniformly up to 1 s, plus a GetRecords call "+
-		"(kinesis-mock: tens of ms). p50 per run: %s ms.\n", runs.cell())
-	rep.add(55, "Put-to-print latency (kinesis-mock)", lb.String())
-	return nil
+	return putToPrint(ctx, c, e, k, rep)
 }
 
 func handoffWhy(s sample) string {

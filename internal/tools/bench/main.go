@@ -15,7 +15,8 @@
 //	go run ./internal/tools/bench -quick     # one short run of each, ~3 min
 //	go run ./internal/tools/bench -only tail,rss -out /tmp/b.md
 //
-// "bench stub ..." is the stub server's child process (see stubproc.go).
+// "bench stub ..." is the stub server's child process (see stubproc.go;
+// "bench stub fanout ..." serves enhanced fan-out, efobench.go).
 package main
 
 import (
@@ -56,6 +57,7 @@ var sections = []struct {
 	{"jq", runJQBenchmarks},
 	{"tail", runTailThroughput},
 	{"rss", runTailMemory},
+	{"efo", runEFOCost},
 	{"latency", runLatency},
 	{"cli", runCLIComparisons},
 }

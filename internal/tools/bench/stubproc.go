@@ -22,6 +22,9 @@ import (
 // counters.
 
 func stubMain(args []string) error {
+	if len(args) > 0 && args[0] == "fanout" {
+		return fanoutMain(args[1:])
+	}
 	fs := flag.NewFlagSet("stub", flag.ContinueOnError)
 	var o wirestub.Options
 	fs.IntVar(&o.Shards, "shards", 1, "open shards")

@@ -64,6 +64,10 @@ func run(bin string, keep bool) error {
 	d.step("", "tree", "demo", "--key", "user-7")
 	d.step("", "tail", "demo", "--key", "user-7", "--idle-exit", "2s", "--format", "text", "--no-checkpoint", "--max-records", "12")
 	d.step("", "tail", "demo", "--idle-exit", "2s", "--max-records", "5")
+	// The same key's records pushed through an enhanced fan-out consumer,
+	// registered for the run and deregistered at its end: its first 20
+	// (the first shard on its path), then the split's child.
+	d.step("", "tail", "demo", "--efo", "--key", "user-7", "--idle-exit", "2s", "--format", "text", "--no-checkpoint", "--max-records", "24")
 	d.step("", "scale", "demo", "--to", "4", "--dry-run")
 	if _, err := exec.LookPath("dot"); err == nil {
 		d.pipe("tree demo -o dot | dot -Tsvg", []string{"tree", "demo", "-o", "dot"}, "dot", "-Tsvg", "-o", filepath.Join(os.TempDir(), "kinesis-shards-demo.svg"))

@@ -154,7 +154,7 @@ func (m *Model) togglePause() tea.Cmd {
 	if m.reader.reading {
 		m.stopReader()
 		m.reader.paused = true
-		m.setStatus(statusInfo, "paused: no GetRecords calls until p is pressed again")
+		m.setStatus(statusInfo, "paused: the sampling reader reads nothing until p is pressed again")
 		return nil
 	}
 	m.reader.paused = false

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/golden"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/golden"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )
 

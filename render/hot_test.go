@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/golden"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/golden"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/hotstub"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/reshard"

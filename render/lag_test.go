@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/consumer"
-	"github.com/kinesis-shards/kinesis-shards/internal/golden"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/golden"
 )
 
 func lagMS(n int64) *int64 { return &n }

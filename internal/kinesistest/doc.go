@@ -23,5 +23,7 @@
 //     faults (in-use, limits, five-minute ends, dropped and failing
 //     streams) for the error paths.
 //
-// Beside them, kpl builds KPL aggregates as the producer library writes them.
+// Beside them: kpl builds KPL aggregates as the producer library writes
+// them, golden compares output with golden files (one -update flag for
+// every package), and cpumeter reads a process's CPU time for benchmarks.
 package kinesistest

@@ -10,7 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/exp/teatest"
-	"github.com/kinesis-shards/kinesis-shards/internal/golden"
+	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/golden"
 	"github.com/muesli/termenv"
 
 	"github.com/kinesis-shards/kinesis-shards/tail"

@@ -19,6 +19,7 @@
 // they are counted (tail --filter, --jq); what it drops counts as read.
 // tail/internal/getrecords decodes GetRecords responses.
 //
-// Imports: lineage, internal helpers, the SDK, protowire and the standard
-// library.
+// Imports: lineage, tail/internal/getrecords, internal/efo (the subscribed
+// reader), internal/kstream, internal/pacing, internal/awsdebug, the SDK,
+// protowire and the standard library.
 package tail

@@ -34,7 +34,7 @@
 // (▸), so nothing depends on colour.
 //
 // Imports: render, lineage, reshard, tail, internal/kstream,
-// internal/consumer (lag report types), bubbletea,
+// internal/consumer (lag report types), internal/text, bubbletea,
 // bubbles (key, spinner), x/ansi and the standard library; no AWS SDK
 // package. Nothing here reads flags or the environment: cmd/dashboard.go
 // does that and fills Options.

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,4 +82,92 @@ func TestPackageDocs(t *testing.T) {
 func namesPackage(para, rel string) bool {
 	re := regexp.MustCompile(`(^|[^\w/])` + regexp.QuoteMeta(rel) + `($|[^\w/])`)
 	return re.MatchString(para)
+}
+
+// TestArchitectureLayers: the layers drawn in docs/ARCHITECTURE.md hold.
+// Every package of the binary is in one layer, or is a helper; a package
+// imports only packages of layers below its own, and helpers; a helper
+// imports only helpers.
+func TestArchitectureLayers(t *testing.T) {
+	t.Parallel()
+	root, err := emulator.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := map[string]int{}
+	helper := map[string]bool{}
+	layerRE := regexp.MustCompile(`^ layer (\d+)\s+(.+)$`)
+	inHelpers := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := layerRE.FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			for _, p := range strings.Split(m[2], " · ") {
+				layer[strings.TrimSpace(p)] = n
+			}
+			continue
+		}
+		if strings.HasPrefix(line, " helpers of any layer:") {
+			inHelpers = true
+		} else if !strings.HasPrefix(line, "   ") {
+			inHelpers = false
+		}
+		if inHelpers {
+			for _, m := range regexp.MustCompile(`internal/\w+`).FindAllString(line, -1) {
+				helper[m] = true
+			}
+		}
+	}
+	if len(layer) < 10 || len(helper) == 0 {
+		t.Fatalf("docs/ARCHITECTURE.md: found %d layered packages and %d helpers; is the picture still there?", len(layer), len(helper))
+	}
+	c := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}|{{join .Imports \",\"}}", ".")
+	c.Dir = root
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, imports, _ := strings.Cut(line, "|")
+		if path != module && !strings.HasPrefix(path, module+"/") {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
+		if rel == "" {
+			rel = "main.go"
+		}
+		seen[rel] = true
+		own, isLayered := layer[rel]
+		if !isLayered && !helper[rel] {
+			t.Errorf("%s is in no layer of docs/ARCHITECTURE.md", rel)
+			continue
+		}
+		for _, imp := range strings.Split(imports, ",") {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module+"/")
+			switch {
+			case helper[dep]:
+			case helper[rel]:
+				t.Errorf("the helper %s imports %s, which is not a helper", rel, dep)
+			case layer[dep] <= own:
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports go to lower layers only", rel, own, dep, layer[dep])
+			}
+		}
+	}
+	for p := range layer {
+		if !seen[p] {
+			t.Errorf("docs/ARCHITECTURE.md draws %s, which the binary does not link", p)
+		}
+	}
+	for p := range helper {
+		if !seen[p] {
+			t.Errorf("docs/ARCHITECTURE.md names the helper %s, which the binary does not link", p)
+		}
+	}
 }

@@ -125,13 +125,21 @@ func (p *tailProc) wait(t *testing.T, timeout time.Duration) int {
 // waitFor polls until cond holds.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !waitUntil(timeout, cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// waitUntil polls cond until it holds (true) or timeout passes (false).
+func waitUntil(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return true
 }
 
 // keyedWriter writes numbered records per key and remembers the order.
@@ -421,12 +429,17 @@ func TestTailFromTip(t *testing.T) {
 			waitFor(t, 20*time.Second, "both readers at LATEST", func() bool {
 				return strings.Count(p.errText(), atTip) >= 2
 			})
+			if read.efo {
+				waitForSubscriptions(t, e, c, stream, p)
+			}
 			var fresh []emulator.Rec
 			for i := range 6 {
 				fresh = append(fresh, emulator.Rec{PartitionKey: fmt.Sprintf("new-%d", i), Data: []byte(fmt.Sprintf("new-%d", i))})
 			}
 			e.Put(t, c, stream, fresh)
-			waitFor(t, 20*time.Second, "the new records", func() bool { return len(p.output()) >= len(fresh) })
+			if !waitUntil(20*time.Second, func() bool { return len(p.output()) >= len(fresh) }) {
+				t.Fatalf("timed out waiting for the new records: %d of %d printed; stderr:\n%s", len(p.output()), len(fresh), p.errText())
+			}
 			time.Sleep(500 * time.Millisecond)
 			p.cmd.Process.Signal(syscall.SIGINT)
 			if code := p.wait(t, 10*time.Second); code != 130 || !strings.HasSuffix("\n"+p.errText(), "\ninterrupted; nothing saved (--no-checkpoint)\n") {
@@ -434,7 +447,9 @@ func TestTailFromTip(t *testing.T) {
 			}
 			var got []string
 			for _, l := range p.output() {
-				got = append(got, l.Data)
+				if !strings.HasPrefix(l.Data, "probe-") {
+					got = append(got, l.Data)
+				}
 			}
 			slices.Sort(got)
 			want := []string{"new-0", "new-1", "new-2", "new-3", "new-4", "new-5"}
@@ -442,6 +457,36 @@ func TestTailFromTip(t *testing.T) {
 				t.Fatalf("--from-tip printed %v, want only %v", got, want)
 			}
 		})
+	}
+}
+
+// waitForSubscriptions waits until a subscribed tail of a two-shard stream
+// prints records of both shards. kinesis-mock fixes a LATEST
+// subscription's position at its first event (about a second after the
+// call), not at the call as AWS does, so what is written before then is
+// not "after the tip" there: probes (data "probe-N", one per shard, by
+// explicit hash key) are written until each shard's reader shows one.
+func waitForSubscriptions(t *testing.T, e *emulator.Emulator, c *kinesis.Client, stream string, p *tailProc) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for n := 0; ; n++ {
+		seen := map[string]bool{}
+		for _, l := range p.output() {
+			if strings.HasPrefix(l.Data, "probe-") {
+				seen[l.ShardID] = true
+			}
+		}
+		if len(seen) == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the subscriptions printed no probe of %d shards in 30s; stderr:\n%s", 2-len(seen), p.errText())
+		}
+		e.Put(t, c, stream, []emulator.Rec{
+			{PartitionKey: "probe", ExplicitHashKey: "0", Data: []byte(fmt.Sprintf("probe-%d", n))},
+			{PartitionKey: "probe", ExplicitHashKey: "340282366920938463463374607431768211455", Data: []byte(fmt.Sprintf("probe-%d", n))},
+		})
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 

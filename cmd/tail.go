@@ -289,27 +289,10 @@ func (o *TailOptions) run(ctx context.Context, f *Factory) error {
 }
 
 func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *TailOptions) error {
-	var sum *kstream.Summary
-	if o.CreateIfMissing > 0 {
-		_, s, err := ensureStream(ctx, f, api, ref, kstream.Spec{Shards: o.CreateIfMissing}, time.Minute, 0, 0)
-		if err != nil {
-			return err
-		}
-		sum = s
-	} else {
-		s, err := kstream.Describe(ctx, api, ref)
-		if err != nil {
-			return err
-		}
-		sum = s
+	sum, err := tailStream(ctx, f, api, ref, o)
+	if err != nil {
+		return err
 	}
-	if sum.Status == types.StreamStatusDeleting {
-		return fmt.Errorf("stream %s is being deleted", ref)
-	}
-	if o.keyHash != nil && sum.OnDemand() {
-		fmt.Fprintf(f.IO.ErrOut, "note: %s is an on-demand stream; if its record distribution is AUTO, partition keys do not choose shards and --key reads nothing useful\n", ref)
-	}
-
 	var leaseWorker tail.Leases
 	if o.LeaseTable != "" {
 		w, err := openLeaseWorker(ctx, f, sum, o)
@@ -329,32 +312,7 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 	}
 
 	out := render.NewRecordWriter(f.IO.Out, o.format, render.NewTheme(f.IO.ColorOut()))
-	topts := tail.Options{
-		StreamName:         sum.Name,
-		Start:              o.start,
-		Timestamp:          o.timestamp,
-		PollInterval:       o.PollInterval,
-		RelistInterval:     o.RelistInterval,
-		CheckpointInterval: o.CheckpointInterval,
-		Key:                o.keyHash,
-		KeyName:            o.Key,
-		Shard:              o.Shard,
-		MaxRecords:         o.MaxRecords,
-		IdleExit:           o.IdleExit,
-		Decompress:         o.Decompress,
-		CWLogs:             o.CWLogs,
-		Now:                f.Now,
-		Leases:             leaseWorker,
-	}
-	if ref.ARN != "" {
-		topts.StreamARN = ref.ARN
-	}
-	if f.Global.Debug {
-		topts.Logf = f.Debugf
-	}
-	topts.Warnf = func(format string, args ...any) {
-		fmt.Fprintf(f.IO.ErrOut, "warning: "+format+"\n", args...)
-	}
+	topts := o.tailOptions(f, ref, sum, leaseWorker)
 	var skipped func() int64
 	topts.Select, skipped = o.recordSelect(f)
 	var cons *efoConsumer
@@ -384,16 +342,79 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 		fmt.Fprintln(f.IO.ErrOut, o.tailSummary(res, skipped(), path))
 	}
 	if res.Reason == tail.StopInterrupted {
-		saved := "checkpoint saved"
-		switch {
-		case o.LeaseTable != "":
-			saved = "checkpoints saved in lease table " + o.LeaseTable
-		case path == "":
-			saved = "nothing saved (--no-checkpoint)"
-		}
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted; " + saved)}
+		return o.interrupted(path)
 	}
 	return nil
+}
+
+// tailStream describes the stream, creating it first with
+// --create-if-missing, and refuses one that is being deleted.
+func tailStream(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *TailOptions) (*kstream.Summary, error) {
+	var sum *kstream.Summary
+	if o.CreateIfMissing > 0 {
+		_, s, err := ensureStream(ctx, f, api, ref, kstream.Spec{Shards: o.CreateIfMissing}, time.Minute, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		sum = s
+	} else {
+		s, err := kstream.Describe(ctx, api, ref)
+		if err != nil {
+			return nil, err
+		}
+		sum = s
+	}
+	if sum.Status == types.StreamStatusDeleting {
+		return nil, fmt.Errorf("stream %s is being deleted", ref)
+	}
+	if o.keyHash != nil && sum.OnDemand() {
+		fmt.Fprintf(f.IO.ErrOut, "note: %s is an on-demand stream; if its record distribution is AUTO, partition keys do not choose shards and --key reads nothing useful\n", ref)
+	}
+	return sum, nil
+}
+
+// tailOptions are the tail package's options for the flags.
+func (o *TailOptions) tailOptions(f *Factory, ref kstream.Ref, sum *kstream.Summary, leaseWorker tail.Leases) tail.Options {
+	topts := tail.Options{
+		StreamName:         sum.Name,
+		Start:              o.start,
+		Timestamp:          o.timestamp,
+		PollInterval:       o.PollInterval,
+		RelistInterval:     o.RelistInterval,
+		CheckpointInterval: o.CheckpointInterval,
+		Key:                o.keyHash,
+		KeyName:            o.Key,
+		Shard:              o.Shard,
+		MaxRecords:         o.MaxRecords,
+		IdleExit:           o.IdleExit,
+		Decompress:         o.Decompress,
+		CWLogs:             o.CWLogs,
+		Now:                f.Now,
+		Leases:             leaseWorker,
+	}
+	if ref.ARN != "" {
+		topts.StreamARN = ref.ARN
+	}
+	if f.Global.Debug {
+		topts.Logf = f.Debugf
+	}
+	topts.Warnf = func(format string, args ...any) {
+		fmt.Fprintf(f.IO.ErrOut, "warning: "+format+"\n", args...)
+	}
+	return topts
+}
+
+// interrupted is the exit of a tail stopped by Ctrl-C: 130, and what was
+// saved.
+func (o *TailOptions) interrupted(path string) error {
+	saved := "checkpoint saved"
+	switch {
+	case o.LeaseTable != "":
+		saved = "checkpoints saved in lease table " + o.LeaseTable
+	case path == "":
+		saved = "nothing saved (--no-checkpoint)"
+	}
+	return &exitError{code: exitInterrupted, err: errors.New("interrupted; " + saved)}
 }
 
 // openTailStore opens the checkpoint store the flags ask for.

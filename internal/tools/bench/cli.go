@@ -156,6 +156,8 @@ func compareListing(ctx context.Context, c *config, rep *report) error {
 	return nil
 }
 
+// comparePutAndDrain runs put and a drain of a prefilled stream next to
+// the AWS CLI, on one kinesalite.
 func comparePutAndDrain(ctx context.Context, c *config, rep *report) error {
 	e, k, err := startEmulator(ctx, c, emulator.Kinesalite)
 	if err != nil {
@@ -163,7 +165,14 @@ func comparePutAndDrain(ctx context.Context, c *config, rep *report) error {
 	}
 	defer e.Stop()
 	env := toolEnv(c, e.Endpoint, e.AccessKeyID())
+	if err := comparePut(ctx, c, rep, e, k, env); err != nil {
+		return err
+	}
+	return compareDrain(ctx, c, rep, e, k, env)
+}
 
+// comparePut times put against a loop of `aws kinesis put-records`.
+func comparePut(ctx context.Context, c *config, rep *report, e *emulator.Emulator, k *kinesis.Client, env []string) error {
 	// put: lines of 100 bytes on stdin; the CLI gets the same records in
 	// put-records calls of 500 (its maximum), one process per call.
 	const size = 100
@@ -233,14 +242,19 @@ func comparePutAndDrain(ctx context.Context, c *config, rep *report) error {
 	rep.target(target{What: "`put` throughput vs an AWS CLI put-records loop (kinesalite)", Goal: "≥ 10×",
 		Measured: fmt.Sprintf("%s records/s vs %s: %s×", num(oursRate.median()), num(cliRate.median()), num(oursRate.median()/cliRate.median())),
 		Met:      oursRate.median() >= 10*cliRate.median()})
+	return nil
+}
 
-	// drain: a prefilled stream read to its end, two layouts of the same
-	// records: a few deep shards and more shallow ones.
+// compareDrain reads a prefilled stream to its end, in two layouts of the
+// same records (a few deep shards, more shallow ones), with tail and with
+// a loop of `aws kinesis get-records`.
+func compareDrain(ctx context.Context, c *config, rep *report, e *emulator.Emulator, k *kinesis.Client, env []string) error {
+	const size = 100
 	total := 100000
 	if c.quick {
 		total = 20000
 	}
-	b.Reset()
+	var b strings.Builder
 	fmt.Fprintf(&b, "kinesalite; a stream prefilled with %s records of %d bytes, read from the start to the end. "+
 		"`kinesis-shards tail STREAM --no-checkpoint --format json --max-records N` (it exits at the last record; stdout a pipe read here; "+
 		"it reads every shard at once, each at the 2 MiB/s read quota, so a 1 MiB page of these records is followed by 0.5 s) against a shell-style loop of "+

@@ -253,63 +253,8 @@ func runTailThroughput(ctx context.Context, c *config, rep *report) error {
 			if maxShards > 0 && n > maxShards {
 				continue
 			}
-			cycle := pacingCycle(cf.size)
-			window, _ := wholeCycles(cycle, about)
-			bound := quotaBound(n)
-			var results []tputRun
-			overBound := 0.0 // the highest rate over the bound; 0: none
-			for i := range runs {
-				c.log("tail throughput: %d B %s binary=%v, %d shards, run %d/%d (window %s)", cf.size, cf.format, cf.binary, n, i+1, runs, window.Round(time.Millisecond))
-				r, err := measureTail(ctx, c, cf.size, cf.format, cf.binary, n, max(warm, cycle), window, cycle)
-				if err != nil {
-					return err
-				}
-				how := fmt.Sprintf("burst start to burst start, %d cycle(s)", r.cycles)
-				if r.cycles == 0 {
-					how = "no gaps between bursts: a fixed window"
-				}
-				c.log("tail throughput: %.1f MiB/s delivered (bound %.0f), core %.0f %% busy, %.0f MiB/CPU-s; over %s (%s)",
-					r.wallMiBs, bound, 100*r.cpuBusy, r.mibPerCPUs, r.window.Round(time.Millisecond), how)
-				if r.wallMiBs > bound*(1+quotaTolerance) {
-					c.log("tail throughput: %d shards delivered %.1f MiB/s, over the quota bound of %.0f MiB/s: not a valid figure", n, r.wallMiBs, bound)
-					overBound = max(overBound, r.wallMiBs)
-				}
-				results = append(results, r)
-			}
-			pick := func(f func(tputRun) float64) sample {
-				var s sample
-				for _, r := range results {
-					s = append(s, f(r))
-				}
-				return s
-			}
-			label := cf.label
-			if label == "" {
-				label = map[int]string{1024: "1 KiB", 100: "100 B"}[cf.size]
-			}
-			mib, busy, eff := pick(func(r tputRun) float64 { return r.wallMiBs }), pick(func(r tputRun) float64 { return r.cpuBusy }), pick(func(r tputRun) float64 { return r.mibPerCPUs })
-			mibCell, recCell := mib.cell(), pick(func(r tputRun) float64 { return r.recordsPerSec }).cell()
-			overText := fmt.Sprintf("over the quota bound (%s MiB/s > %d × 2 MiB/s): not a figure (a measurement error, or tail reading faster than the quota)", num(overBound), n)
-			if overBound > 0 {
-				mibCell, recCell = "**"+overText+"**", "–"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %d (%s MiB/s) | %s | %s | %s | %s | %s | %s |\n", label, cf.format, n, num(bound),
-				mibCell, recCell,
-				pctCell(busy), eff.cell(), scale(eff, 0.5).cell(), pick(func(r tputRun) float64 { return r.hwmMiB }).cell())
-			if cf.targetShards == n {
-				keeps := mib.median() >= 0.95*bound && busy.median() < 0.98
-				t := target{
-					What: "tail, json, 1 KiB records: shards one core keeps up with at the full read quota",
-					Goal: "≥ 50 shards (100 MiB/s)",
-					Measured: fmt.Sprintf("%d shards: %s MiB/s delivered, core %s busy; %s MiB/CPU-s ⇒ %s shards per core",
-						n, num(mib.median()), pct(busy.median()), num(eff.median()), num(eff.median()/2)),
-					Met: keeps && eff.median()/2 >= 50,
-				}
-				if overBound > 0 {
-					t.Measured = fmt.Sprintf("%d shards: delivered rate %s", n, overText)
-					t.Met, t.Why = false, "the stub does not throttle, so the bench's window or tail's read-quota pacing (tail/reader.go) is wrong: find which before publishing"
-				}
-				rep.target(t)
+			if err := tputRow(ctx, c, rep, &b, cf, n, runs, warm, about); err != nil {
+				return err
 			}
 		}
 	}
@@ -317,6 +262,70 @@ func runTailThroughput(ctx context.Context, c *config, rep *report) error {
 		b.WriteString("\nThe in-process figures above are higher: they leave out the HTTP exchange over loopback (reading a 13 MiB body per page), the scheduler and the pipe.\n")
 	}
 	rep.add(30, "Tail throughput per core (end to end, the real binary)", b.String())
+	return nil
+}
+
+// tputRow measures one row of the throughput table (a record size, format
+// and shard count), runs times, and adds it to b (and its target to rep).
+func tputRow(ctx context.Context, c *config, rep *report, b *strings.Builder, cf tputConfig, n, runs int, warm, about time.Duration) error {
+	cycle := pacingCycle(cf.size)
+	window, _ := wholeCycles(cycle, about)
+	bound := quotaBound(n)
+	var results []tputRun
+	overBound := 0.0 // the highest rate over the bound; 0: none
+	for i := range runs {
+		c.log("tail throughput: %d B %s binary=%v, %d shards, run %d/%d (window %s)", cf.size, cf.format, cf.binary, n, i+1, runs, window.Round(time.Millisecond))
+		r, err := measureTail(ctx, c, cf.size, cf.format, cf.binary, n, max(warm, cycle), window, cycle)
+		if err != nil {
+			return err
+		}
+		how := fmt.Sprintf("burst start to burst start, %d cycle(s)", r.cycles)
+		if r.cycles == 0 {
+			how = "no gaps between bursts: a fixed window"
+		}
+		c.log("tail throughput: %.1f MiB/s delivered (bound %.0f), core %.0f %% busy, %.0f MiB/CPU-s; over %s (%s)",
+			r.wallMiBs, bound, 100*r.cpuBusy, r.mibPerCPUs, r.window.Round(time.Millisecond), how)
+		if r.wallMiBs > bound*(1+quotaTolerance) {
+			c.log("tail throughput: %d shards delivered %.1f MiB/s, over the quota bound of %.0f MiB/s: not a valid figure", n, r.wallMiBs, bound)
+			overBound = max(overBound, r.wallMiBs)
+		}
+		results = append(results, r)
+	}
+	pick := func(f func(tputRun) float64) sample {
+		var s sample
+		for _, r := range results {
+			s = append(s, f(r))
+		}
+		return s
+	}
+	label := cf.label
+	if label == "" {
+		label = map[int]string{1024: "1 KiB", 100: "100 B"}[cf.size]
+	}
+	mib, busy, eff := pick(func(r tputRun) float64 { return r.wallMiBs }), pick(func(r tputRun) float64 { return r.cpuBusy }), pick(func(r tputRun) float64 { return r.mibPerCPUs })
+	mibCell, recCell := mib.cell(), pick(func(r tputRun) float64 { return r.recordsPerSec }).cell()
+	overText := fmt.Sprintf("over the quota bound (%s MiB/s > %d × 2 MiB/s): not a figure (a measurement error, or tail reading faster than the quota)", num(overBound), n)
+	if overBound > 0 {
+		mibCell, recCell = "**"+overText+"**", "–"
+	}
+	fmt.Fprintf(b, "| %s | %s | %d (%s MiB/s) | %s | %s | %s | %s | %s | %s |\n", label, cf.format, n, num(bound),
+		mibCell, recCell,
+		pctCell(busy), eff.cell(), scale(eff, 0.5).cell(), pick(func(r tputRun) float64 { return r.hwmMiB }).cell())
+	if cf.targetShards == n {
+		keeps := mib.median() >= 0.95*bound && busy.median() < 0.98
+		t := target{
+			What: "tail, json, 1 KiB records: shards one core keeps up with at the full read quota",
+			Goal: "≥ 50 shards (100 MiB/s)",
+			Measured: fmt.Sprintf("%d shards: %s MiB/s delivered, core %s busy; %s MiB/CPU-s ⇒ %s shards per core",
+				n, num(mib.median()), pct(busy.median()), num(eff.median()), num(eff.median()/2)),
+			Met: keeps && eff.median()/2 >= 50,
+		}
+		if overBound > 0 {
+			t.Measured = fmt.Sprintf("%d shards: delivered rate %s", n, overText)
+			t.Met, t.Why = false, "the stub does not throttle, so the bench's window or tail's read-quota pacing (tail/reader.go) is wrong: find which before publishing"
+		}
+		rep.target(t)
+	}
 	return nil
 }
 

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -533,160 +528,4 @@ func (r *tailRun) check() error {
 		return fmt.Errorf("tail run %d (%s) ended with %s, not %s\n%s", r.n, r.how, got, want, r.proc.stderrTail())
 	}
 	return nil
-}
-
-type tailProc struct {
-	cmd     *exec.Cmd
-	started time.Time
-	mu      sync.Mutex // lines and arrived grow while the process runs
-	lines   []line
-	arrived []time.Time // when each line was read from tail's stdout
-	stderr  strings.Builder
-	done    chan struct{}
-	err     error // from Wait: an *exec.ExitError is judged by status, not here
-}
-
-func startTail(bin string, env []string, stream, checkpoint string, extra ...string) (*tailProc, error) {
-	args := append([]string{"tail", stream, "--checkpoint", checkpoint, "--relist-interval", "2s",
-		"--checkpoint-interval", checkpointInterval.String()}, extra...)
-	return startProc(bin, env, args...)
-}
-
-// startProc starts the binary and reads its JSON lines as they arrive.
-func startProc(bin string, env []string, args ...string) (*tailProc, error) {
-	p := &tailProc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
-	p.cmd.Env = env
-	p.cmd.Stderr = &p.stderr
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	p.started = time.Now()
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var l line
-			if json.Unmarshal(sc.Bytes(), &l) == nil {
-				p.mu.Lock()
-				p.lines = append(p.lines, l)
-				p.arrived = append(p.arrived, time.Now())
-				p.mu.Unlock()
-			}
-		}
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *tailProc) wait() ([]line, []time.Time) {
-	<-p.done
-	return slices.Clone(p.lines), slices.Clone(p.arrived)
-}
-
-// snapshot is what the process printed so far.
-func (p *tailProc) snapshot() []line {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.lines)
-}
-
-// status is how the process ended: "exit N" or the signal that ended it.
-// Only after wait.
-func (p *tailProc) status() string {
-	ps := p.cmd.ProcessState
-	if ps == nil {
-		return fmt.Sprintf("not waited for (%v)", p.err)
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		switch sig := ws.Signal(); sig {
-		case syscall.SIGKILL:
-			return "SIGKILL"
-		case syscall.SIGINT:
-			return "SIGINT"
-		default:
-			return fmt.Sprintf("signal %d (%v)", int(sig), sig)
-		}
-	}
-	return fmt.Sprintf("exit %d", ps.ExitCode())
-}
-
-// stderrTail is the end of what the run wrote to stderr, for a failure.
-// Only after wait.
-func (p *tailProc) stderrTail() string {
-	s := strings.TrimRight(p.stderr.String(), "\n")
-	if s == "" {
-		return "(stderr empty)"
-	}
-	ls := strings.Split(s, "\n")
-	if len(ls) > 10 {
-		ls = ls[len(ls)-10:]
-	}
-	return "stderr (last lines):\n  " + strings.Join(ls, "\n  ")
-}
-
-func figures(st stats, seed uint64, duration time.Duration, rate int, took time.Duration) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Last soak run: %s, seed %d, %s of writes at %d records/s against kinesis-mock (took %s).\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), seed, duration, rate, took.Round(time.Second))
-	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
-	fmt.Fprintf(&b, "| records written | %d |\n", st.written)
-	achieved := 0.0
-	if st.writeTime > 0 {
-		achieved = float64(st.written) / st.writeTime.Seconds()
-	}
-	fmt.Fprintf(&b, "| write rate | %.2f records/s achieved (%d in %s), %d requested |\n", achieved, st.written, st.writeTime.Round(time.Second), rate)
-	fmt.Fprintf(&b, "| lines printed (all runs) | %d |\n| replayed after restarts | %d |\n", st.delivered, st.replays)
-	fmt.Fprintf(&b, "| replay bound (checkpoint window) | after a kill -9: lines printed in its last %s + %d; after a Ctrl-C: 0 (checkpoint interval %s) |\n",
-		checkpointInterval+replayGrace, replaySlack, checkpointInterval)
-	fmt.Fprintf(&b, "| largest replay after one restart | %d of at most %d (run %d, after a %s) |\n",
-		max(st.maxReplay, 0), st.maxReplayBound, st.maxReplayRun, st.maxReplayAfter)
-	fmt.Fprintf(&b, "| tail runs | %d (%d kill -9, %d Ctrl-C, %d final drain) |\n", st.restarts+1, st.kills, st.interrupts, st.statuses[expectedStatus[stopDrain]])
-	statuses := slices.Sorted(maps.Keys(st.statuses))
-	var ss []string
-	for _, k := range statuses {
-		ss = append(ss, fmt.Sprintf("%s %d", k, st.statuses[k]))
-	}
-	fmt.Fprintf(&b, "| tail exit statuses (observed) | %s |\n", strings.Join(ss, ", "))
-	fmt.Fprintf(&b, "| reshards | %d splits, %d merges |\n", st.splits, st.merges)
-	fmt.Fprintf(&b, "| most GetRecords on one shard in any second | %d |\n", st.maxCallsPerSecond)
-	keys := make([]string, 0, len(st.fired))
-	for k := range st.fired {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var f []string
-	for _, k := range keys {
-		f = append(f, fmt.Sprintf("%s %d", k, st.fired[k]))
-	}
-	fmt.Fprintf(&b, "| faults injected | %s |\n", strings.Join(f, ", "))
-	fmt.Fprintf(&b, "| result | every record delivered, each key in order in every run, every run ended as stopped, replays within the checkpoint window |\n")
-	return b.String()
-}
-
-const (
-	beginMark      = "<!-- soak:begin -->"
-	endMark        = "<!-- soak:end -->"
-	leaseBeginMark = "<!-- soak-leases:begin -->"
-	leaseEndMark   = "<!-- soak-leases:end -->"
-)
-
-func writeReport(path, text string) error { return writeSection(path, beginMark, endMark, text) }
-
-// writeSection replaces what stands between the markers in the file.
-func writeSection(path, beginMark, endMark, text string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	s := string(b)
-	i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s has no %s … %s section", path, beginMark, endMark)
-	}
-	s = s[:i+len(beginMark)] + "\n" + text + s[j:]
-	return os.WriteFile(path, []byte(s), 0o644)
 }

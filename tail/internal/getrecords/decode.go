@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/swar"
+
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go"
@@ -238,7 +240,7 @@ func (p *recordsParser) str() ([]byte, bool) {
 	j := p.i
 	// Eight plain bytes at a time, then byte by byte from the first chunk
 	// that holds anything else.
-	for j+8 <= len(p.b) && !special(binary.LittleEndian.Uint64(p.b[j:])) {
+	for j+8 <= len(p.b) && !swar.Special(binary.LittleEndian.Uint64(p.b[j:])) {
 		j += 8
 	}
 	for ; j < len(p.b); j++ {
@@ -257,20 +259,6 @@ func (p *recordsParser) str() ([]byte, bool) {
 		}
 	}
 	return nil, false
-}
-
-const (
-	lsb = 0x0101010101010101
-	msb = 0x8080808080808080
-)
-
-// special reports whether any byte of v is a quote, a backslash, a control
-// character or not ASCII (exact, not a filter: the classic bit tricks for
-// "has a zero byte" and "has a byte less than n").
-func special(v uint64) bool {
-	q := v ^ (lsb * '"')
-	bs := v ^ (lsb * '\\')
-	return ((q-lsb)&^q|(bs-lsb)&^bs|(v-lsb*0x20)&^v|v)&msb != 0
 }
 
 // raw returns a long string's bytes up to the closing quote, unchecked: it

@@ -1,5 +1,6 @@
 // Package getrecords decodes successful GetRecords responses faster than
 // the SDK's generic deserializer, and hands everything else to the SDK.
 //
-// Imports: the Kinesis SDK, smithy-go and the standard library.
+// Imports: internal/swar, the Kinesis SDK, smithy-go and the standard
+// library.
 package getrecords

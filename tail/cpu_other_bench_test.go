@@ -1,8 +1,0 @@
-//go:build !unix
-
-package tail
-
-import "time"
-
-// processCPU is not measured here: the benchmarks report wall time only.
-func processCPU() time.Duration { return 0 }

@@ -438,7 +438,8 @@ func runLatency(ctx context.Context, c *config, rep *report) error {
 		"GetRecords, the record written out; *until the child's reader starts* is the first part of it.\n\n" +
 		"A parent learns that it ended at its next poll: 220 ms (the pacing floor) after a poll that returned records, but up to --poll-interval " +
 		"after an empty one; and a child whose first poll comes before its first record waits a poll interval for its next. With a steady " +
-		"producer both polls are 220 ms apart; an idle parent adds up to --poll-interval.\n\n")
+		"producer both polls are 220 ms apart; an idle parent adds up to --poll-interval." +
+		" So a split's or a merge's hand-off takes one of two values, run by run: tens of ms when the parent's last records and its end come in one answer, about 250 ms when the end comes in the next poll; the median of five runs can fall on either, so compare tail's own part between runs, not the hand-off.\n\n")
 	b.WriteString("| Reshard | Runs | Hand-off (ms) | Write → print (ms) | tail's own part (ms) | … of which until the child's reader starts (ms) |\n|---|---|---|---|---|---|\n")
 	for _, kind := range []string{"split", "merge", "split, parent idle"} {
 		metric := func(h handoff) time.Duration { return h.sinceParent }

@@ -30,7 +30,7 @@ type IOStreams struct {
 func SystemIO() *IOStreams {
 	ios := &IOStreams{
 		In:        os.Stdin,
-		Out:       os.Stdout,
+		Out:       stdoutWriter{os.Stdout},
 		ErrOut:    os.Stderr,
 		StdinTTY:  term.IsTerminal(os.Stdin.Fd()),
 		StdoutTTY: term.IsTerminal(os.Stdout.Fd()),
@@ -61,3 +61,21 @@ func (s *IOStreams) ColorErr() bool { return s.StderrTTY && !s.ColorDisabled }
 
 // CanPrompt says whether the user can answer a question.
 func (s *IOStreams) CanPrompt() bool { return s.StdinTTY && s.StderrTTY }
+
+// stdoutWriter marks its write errors as stdout's, so that a closed stdout
+// (`| head`) is told apart from an EPIPE on a connection to AWS.
+type stdoutWriter struct{ w io.Writer }
+
+func (s stdoutWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil {
+		err = &stdoutError{err}
+	}
+	return n, err
+}
+
+// stdoutError is a failed write to stdout.
+type stdoutError struct{ err error }
+
+func (e *stdoutError) Error() string { return "writing to stdout: " + e.err.Error() }
+func (e *stdoutError) Unwrap() error { return e.err }

@@ -484,8 +484,15 @@ func stateDir() (string, error) {
 	return filepath.Join(home, ".local", "state"), nil
 }
 
+// isBrokenPipe reports whether err is a write to a stdout whose reader
+// went away (`| head`): an EPIPE, or on Windows a closed pipe, from
+// stdoutWriter; not the same errno on a connection to AWS.
 func isBrokenPipe(err error) bool {
-	return errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "broken pipe")
+	var se *stdoutError
+	if !errors.As(err, &se) {
+		return false
+	}
+	return errors.Is(se.err, syscall.EPIPE) || strings.Contains(se.err.Error(), "broken pipe") || strings.Contains(se.err.Error(), "pipe is being closed")
 }
 
 var leaseTableRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)

@@ -215,7 +215,7 @@ func (r *reader) subscribeNotFound(ctx context.Context, err error) error {
 	case derr != nil:
 		return fmt.Errorf("%w (and describing consumer %s failed: %v)", err, name, derr)
 	}
-	if err := r.notFound(); err != nil {
+	if err := r.notFound(ctx); err != nil {
 		return err
 	}
 	return r.end(nil)

@@ -47,9 +47,11 @@ const (
 // nothing. A var for tests.
 var throttleWarnAfter = time.Minute
 
-// latestMargin is how far before its first LATEST iterator a reader goes
-// back when it must ask for a new iterator before any record arrived.
-const latestMargin = 10 * time.Second
+// LatestMargin is how far before its first LATEST iterator a reader goes
+// back when it must ask for a new iterator before any record arrived (and
+// how far before its making a --from-tip lease says its shard starts, for
+// a successor): room for a local clock ahead of the service's.
+const LatestMargin = 10 * time.Second
 
 // noSDKRetries makes the SDK try a call once: the reader decides retries,
 // so each attempt goes through the pacer and throttling is not retried
@@ -282,7 +284,7 @@ func (r *reader) callFailed(ctx context.Context, err error, attempt time.Time, f
 		}
 		return it, false, nil
 	case errors.As(err, &nf):
-		if err := r.notFound(); err != nil {
+		if err := r.notFound(ctx); err != nil {
 			return "", true, err
 		}
 		return "", true, r.end(nil)
@@ -338,13 +340,35 @@ func nonEmpty(s, alt string) string {
 // end, with no children to wait for (as the KCL takes it). An open shard
 // cannot be: the stream was deleted, re-created, or the wrong one is
 // asked; recording SHARD_END for it would skip it for good, so that is an
-// error.
-func (r *reader) notFound() error {
+// error. A shard the reader last knew open may have been resharded and
+// trimmed since the last listing merged (listings failing, or far apart):
+// a listing now whose shards name it as a parent says so.
+func (r *reader) notFound(ctx context.Context) error {
 	if r.closed.Load() {
 		r.logf("shard not found (trimmed by retention); treating it as read")
 		return nil
 	}
+	if shards, err := r.t.listWithRetry(ctx); err == nil && trimmedParent(shards, r.id) {
+		r.closed.Store(true)
+		r.logf("shard not found, and listed shards name it as a parent: closed and trimmed by retention since the last listing; treating it as read")
+		return nil
+	}
 	return fmt.Errorf("shard %s of stream %s was not found although it was open: was the stream deleted or re-created?", r.id, r.t.streamLabel())
+}
+
+// trimmedParent reports whether id is absent from shards while one of
+// them names it as a parent.
+func trimmedParent(shards []types.Shard, id string) bool {
+	named := false
+	for _, s := range shards {
+		if aws.ToString(s.ShardId) == id {
+			return false
+		}
+		if aws.ToString(s.ParentShardId) == id || aws.ToString(s.AdjacentParentShardId) == id {
+			named = true
+		}
+	}
+	return named
 }
 
 // saveStart writes to the lease table where a leased shard read from its
@@ -355,7 +379,7 @@ func (r *reader) notFound() error {
 // would skip what arrived in between. A failing table is retried while
 // the lease lasts.
 func (r *reader) saveStart(ctx context.Context) error {
-	r.latestFrom = r.t.now().Add(-latestMargin).UTC().Truncate(time.Millisecond)
+	r.latestFrom = r.t.now().Add(-LatestMargin).UTC().Truncate(time.Millisecond)
 	p := Position{From: r.latestFrom}
 	for attempt := 1; ; attempt++ {
 		if r.expired() {
@@ -474,7 +498,7 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 		r.nextIterator = attempt.Add(r.t.opts.minInterval)
 		if sp.kind == types.ShardIteratorTypeLatest && r.latestFrom.IsZero() {
 			// The margin covers a local clock ahead of the service's.
-			r.latestFrom = attempt.Add(-latestMargin)
+			r.latestFrom = attempt.Add(-LatestMargin)
 		}
 		r.askedLatest = r.askedLatest || sp.kind == types.ShardIteratorTypeLatest
 		cctx, cancel := context.WithTimeout(ctx, r.t.opts.CallTimeout)
@@ -493,7 +517,7 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 		case ctx.Err() != nil:
 			return "", ctx.Err()
 		case errors.As(err, &nf):
-			return "", r.notFound()
+			return "", r.notFound(ctx)
 		case errors.As(err, &inv) && sp.kind == types.ShardIteratorTypeAfterSequenceNumber && r.skip.seq == "":
 			// AWS refuses "after" the last record of a closed shard ("has
 			// reached max possible value"): ask for that record and skip it.

@@ -40,6 +40,11 @@ func positionOf(l *Lease) (tail.Position, tail.StartMode) {
 	case "", TrimHorizon:
 		return tail.Position{}, tail.StartTrimHorizon
 	case Latest:
+		if l.From > 0 {
+			// Made by a --from-tip worker, which wrote when: a successor
+			// reads from there, not from its own tip.
+			return tail.Position{From: fromMillis(l.From)}, 0
+		}
 		return tail.Position{}, tail.StartLatest
 	case AtTimestamp:
 		if l.From > 0 {
@@ -72,9 +77,13 @@ func (w *Worker) create(ctx context.Context, s tail.ShardInfo, first bool) (*Lea
 	if first {
 		switch w.opts.Start {
 		case tail.StartLatest:
-			cp = Latest
+			// LATEST for the KCL, and for us the moment the tip was (less
+			// the clock margin): if the reader that starts it at the tip
+			// never records its start (the table failing, a crash), whoever
+			// takes the lease next still misses nothing written since.
+			cp, from = Latest, w.opts.Now().Add(-tail.LatestMargin).UnixMilli()
 			if s.Closed {
-				cp = ShardEnd // --from-tip: a closed shard counts as read
+				cp, from = ShardEnd, 0 // --from-tip: a closed shard counts as read
 			}
 		case tail.StartAtTimestamp:
 			cp, from = AtTimestamp, w.opts.Timestamp.UnixMilli()

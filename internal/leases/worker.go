@@ -61,6 +61,10 @@ type Worker struct {
 	// in whichever sync they are created (one may fail at first). Used
 	// by Sync only (never two at once).
 	initial map[string]bool
+	// madeAtTip: the --from-tip leases this worker made, still at LATEST;
+	// it reads them from the tip, while anyone else reads them from the
+	// moment they were made (positionOf). Used by Sync only.
+	madeAtTip map[string]bool
 }
 
 // heldLease is a lease we hold: the counter we last wrote, and the moment
@@ -165,18 +169,27 @@ func (w *Worker) Sync(ctx context.Context, known []tail.ShardInfo) (*tail.Assign
 
 	a := &tail.Assignment{Positions: map[string]tail.Position{}, Starts: map[string]tail.StartMode{}}
 	for id, l := range leases {
-		if p, _ := positionOf(l); !p.IsZero() {
+		if p, _ := w.positionOf(l); !p.IsZero() {
 			a.Positions[id] = p
 		}
 	}
 	a.Held = w.heldUntil(leases)
 	for id := range a.Held {
-		if p, start := positionOf(leases[id]); p.IsZero() {
+		if p, start := w.positionOf(leases[id]); p.IsZero() {
 			a.Starts[id] = start
 		}
 	}
 	a.Free = w.free(leases, a.Held, now)
 	return a, nil
+}
+
+// positionOf is the package's positionOf, except that a --from-tip lease
+// this worker made, still at LATEST, starts at the tip for it.
+func (w *Worker) positionOf(l *Lease) (tail.Position, tail.StartMode) {
+	if l.Checkpoint == Latest && w.madeAtTip[l.ShardID] {
+		return tail.Position{}, tail.StartLatest
+	}
+	return positionOf(l)
 }
 
 // free lists the leases ready to be worked on that nobody holds (no
@@ -298,6 +311,12 @@ func (w *Worker) createMissing(ctx context.Context, known []tail.ShardInfo, leas
 	for i, l := range created {
 		if l != nil {
 			leases[todo[i].ID] = l
+			if l.Checkpoint == Latest {
+				if w.madeAtTip == nil {
+					w.madeAtTip = map[string]bool{}
+				}
+				w.madeAtTip[l.ShardID] = true
+			}
 		}
 	}
 	return errors.Join(errs...)

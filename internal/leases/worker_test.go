@@ -135,6 +135,40 @@ func TestFromTipSuccessorMissesNothing(t *testing.T) {
 	}
 }
 
+// A --from-tip worker that created the leases and stopped before any of
+// its readers recorded where it started (the table failing, a crash)
+// leaves the time the leases were made in them, so a successor reads
+// from there, not from its own tip, and misses nothing written since.
+func TestFromTipLeasesCarryTheirStart(t *testing.T) {
+	f := fake.New()
+	f.AddStream("s", 1)
+	shard := "shardId-000000000000"
+	f.Now = func() time.Time { return time.Now().Add(-time.Minute) }
+	put(f, "old", 3) // well before the first worker: skipped
+	f.Now = nil
+	m, table := memTable(t)
+	a, err := NewWorker(m, WorkerOptions{Table: table, WorkerID: "a", LeaseDuration: 2 * time.Second, Start: tail.StartLatest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asg, err := a.Sync(context.Background(), []tail.ShardInfo{{ID: shard, Listed: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asg.Starts[shard] != tail.StartLatest {
+		t.Fatalf("the worker that made the lease starts it %v, want at the tip", asg.Starts[shard])
+	}
+	// a stops here, its start not recorded, and lets its leases go (as
+	// tail does when it ends on an error). Then records arrive.
+	if err := a.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := put(f, "new", 20)
+	if got := tailWith(t, f, m, table, "b", tail.StartTrimHorizon); !slices.Equal(got, want) {
+		t.Fatalf("the successor delivered %v, want %v", got, want)
+	}
+}
+
 // Checkpoint waits for no sync: a sync stuck on a hung table holds no lock
 // a checkpoint needs, and every call of the sync has its own deadline, so
 // the sync itself returns.

@@ -29,6 +29,11 @@ type leaseSync struct {
 	held   map[string]time.Time // shard -> from when others may take it
 	starts map[string]StartMode // where held shards without a position start
 	free   map[string]bool      // ready shards no worker holds (Assignment.Free)
+	// epoch counts what changes which leases are free or ours: a SHARD_END
+	// of ours in the table, a shard new to the listing. answered is the
+	// epoch the last answered sync began in: until it catches up, a shard
+	// neither held nor free may be ours to read (known says so).
+	epoch, answered int
 	// saved is what the table holds of our positions; guarded by t.mu
 	// (readers record a start there).
 	saved map[string]Position
@@ -50,8 +55,9 @@ type leaseSync struct {
 }
 
 type syncEvent struct {
-	a   *Assignment
-	err error
+	a     *Assignment
+	err   error
+	epoch int // leaseSync.epoch when the sync began
 }
 
 type checkpointEvent struct {
@@ -85,11 +91,12 @@ func (ls *leaseSync) first(ctx context.Context) error {
 	ls.syncCtx, ls.syncCancel = context.WithCancel(ls.t.readerCtx)
 	sctx, cancel := context.WithTimeout(ctx, ls.c.LeaseDuration())
 	defer cancel()
+	epoch := ls.epoch
 	a, err := ls.c.Sync(sctx, ls.t.known())
 	if err != nil {
 		return err
 	}
-	ls.lastAnswer = ls.t.now()
+	ls.lastAnswer, ls.answered = ls.t.now(), epoch
 	ls.apply(a)
 	return nil
 }
@@ -110,6 +117,14 @@ func (ls *leaseSync) stalled() bool { return ls.failing || ls.warned }
 
 // unread: nobody reads the shard but us, now or once we take it.
 func (ls *leaseSync) unread(id string) bool { return ls.holds(id) || ls.free[id] }
+
+// current: the last answered sync began after the latest change that
+// could make a lease free or ours, so a shard neither held nor free is
+// another worker's.
+func (ls *leaseSync) current() bool { return ls.answered == ls.epoch }
+
+// changed notes such a change (and a sync to learn what it did).
+func (ls *leaseSync) changed() { ls.epoch++ }
 
 // busy: a checkpoint of ours is not in the table yet.
 func (ls *leaseSync) busy() bool {
@@ -136,7 +151,7 @@ func (ls *leaseSync) startSync(context.Context) {
 		return
 	}
 	ls.syncing, ls.syncDue = true, false
-	known := ls.t.known()
+	known, epoch := ls.t.known(), ls.epoch
 	ls.wg.Add(1)
 	go func() {
 		defer ls.wg.Done()
@@ -145,7 +160,7 @@ func (ls *leaseSync) startSync(context.Context) {
 		ctx, cancel := context.WithTimeout(ls.syncCtx, ls.c.LeaseDuration())
 		defer cancel()
 		a, err := ls.c.Sync(ctx, known)
-		ls.t.send(syncEvent{a: a, err: err})
+		ls.t.send(syncEvent{a: a, err: err, epoch: epoch})
 	}()
 }
 
@@ -168,6 +183,7 @@ func (ls *leaseSync) onSync(ctx context.Context, ev syncEvent) {
 		ls.enforce()
 	default:
 		ls.lastAnswer, ls.warned, ls.failing, ls.syncWarned = ls.t.now(), false, false, false
+		ls.answered = ev.epoch
 		ls.apply(ev.a)
 	}
 	ls.t.schedule()
@@ -319,6 +335,7 @@ func (ls *leaseSync) onCheckpoint(ctx context.Context, ev checkpointEvent) {
 		ls.failures = 0
 	}
 	if ended {
+		ls.changed()
 		ls.startSync(ctx) // create and take the children's leases now
 	}
 	ls.enforce()

@@ -138,20 +138,29 @@ func TestLeaseStart(t *testing.T) {
 // for a lease duration from when it was called, every shard not at
 // SHARD_END whose parents are. Tests make it hang or refuse SHARD_END.
 type fakeLeases struct {
-	mu        sync.Mutex
-	d         time.Duration
-	positions map[string]Position
-	hang      chan struct{} // while set, a Sync waits for it (a hung table)
-	answered  []time.Time   // when each answered Sync was called
-	failEnds  int           // SHARD_END writes to fail with a transient error
-	lostEnd   string        // this shard's SHARD_END is refused as lost, and the shard is given no more
+	mu           sync.Mutex
+	d            time.Duration
+	positions    map[string]Position
+	hang         chan struct{} // while set, a Sync waits for it (a hung table)
+	answered     []time.Time   // when each answered Sync was called
+	failEnds     int           // SHARD_END writes to fail with a transient error
+	lostEnd      string        // this shard's SHARD_END is refused as lost, and the shard is given no more
+	slowAfterEnd time.Duration // once a SHARD_END is in, every Sync takes this long (a slow table)
+	slow         time.Duration
 }
 
 func (f *fakeLeases) Sync(ctx context.Context, known []ShardInfo) (*Assignment, error) {
 	sent := time.Now()
 	f.mu.Lock()
-	h := f.hang
+	h, slow := f.hang, f.slow
 	f.mu.Unlock()
+	if slow > 0 {
+		select {
+		case <-time.After(slow):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if h != nil {
 		select {
 		case <-h:
@@ -190,6 +199,9 @@ func (f *fakeLeases) Checkpoint(ctx context.Context, shard string, p Position) e
 		return errors.New("InternalServerError: the table is having a bad moment")
 	}
 	f.positions[shard] = p
+	if p.ShardEnd {
+		f.slow = f.slowAfterEnd
+	}
 	return nil
 }
 
@@ -270,6 +282,28 @@ func TestHungLeaseTableStopsReaders(t *testing.T) {
 		recs = append(recs, s.rec)
 	}
 	w.checkDelivered(recs, true)
+}
+
+// --idle-exit waits for a sync that knows about a shard's end: until one
+// answers, the children's leases are neither ours nor known to be free
+// (the last answer came while their parent was being read), so they are
+// not "another worker's" either. With a slow table the tail used to exit
+// idle in between, its children unread.
+func TestIdleExitWaitsForASyncAfterAShardEnd(t *testing.T) {
+	root := "shardId-000000000000"
+	w := newWorld(t, 1)
+	w.put(2, 4)
+	w.fake.SplitHalf(w.stream, root)
+	w.put(2, 4)
+	leases := &fakeLeases{d: 6 * time.Second, positions: map[string]Position{}, slowAfterEnd: 1500 * time.Millisecond}
+	opts := fastOptions()
+	opts.IdleExit = 200 * time.Millisecond
+	opts.Leases = leases
+	out := &sink{}
+	if res := runTail(t, w.fake, NewMemoryStore(nil), opts, out); res.Reason != StopIdle {
+		t.Fatalf("reason %v", res.Reason)
+	}
+	w.checkDelivered(out.records(), true)
 }
 
 // A lease table failing when a shard ends does not stop the tail: the

@@ -371,7 +371,10 @@ func (t *Tailer) idle(ctx context.Context) bool {
 		switch s.status {
 		case statusPending:
 			if t.lease != nil && !t.lease.unread(s.id) {
-				continue // another worker reads it
+				if t.lease.current() {
+					continue // another worker reads it
+				}
+				return busy() // ours or not: the next sync says
 			}
 			return busy()
 		case statusRunning:

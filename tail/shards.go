@@ -74,6 +74,9 @@ func (t *Tailer) mergeListing(listed []types.Shard, initial bool) error {
 		if s == nil {
 			s = &shardState{id: sh.ID, initial: initial}
 			t.shards[sh.ID] = s
+			if t.lease != nil {
+				t.lease.changed() // its lease is made at the next sync
+			}
 		}
 		s.parents = sh.Parents
 		s.rng, s.haveRange = sh.Range, true
@@ -139,6 +142,9 @@ func (t *Tailer) addChild(c types.ChildShard) {
 	if s == nil {
 		s = &shardState{id: id, parents: slices.Clone(c.ParentShards)}
 		t.shards[id] = s
+		if t.lease != nil {
+			t.lease.changed()
+		}
 	}
 	if !s.haveRange && c.HashKeyRange != nil {
 		start, err1 := lineage.ParseHashKey(aws.ToString(c.HashKeyRange.StartingHashKey))

@@ -227,6 +227,13 @@ func (r *Reader) Resume() Position {
 	}
 	if r.o.Start.Type == types.ShardIteratorTypeLatest && !r.firstCall.IsZero() {
 		// LATEST again would skip what was written since the first call.
+		// Events without records say where the tip was: after it (a
+		// quiet shard re-subscribed after five minutes does not go back
+		// to its first call, margin included). kinesis-mock's empty
+		// events at LATEST say "0", which is no position.
+		if c := seqNum(r.cont); c != nil && c.Sign() > 0 {
+			return AfterSequence(r.cont)
+		}
 		return AtTimestamp(r.firstCall.Add(-r.o.LatestMargin))
 	}
 	return r.o.Start

@@ -259,41 +259,81 @@ func TestHTTP1StreamsEndCleanly(t *testing.T) {
 }
 
 // A LATEST start whose first subscription ends before any record came
-// subscribes again AT_TIMESTAMP of its first call, so what was written in
-// between is read; once records came, AFTER the last one.
+// subscribes again AFTER the continuation of the last event it read (an
+// empty event still says where the stream was); if none came either, AT_TIMESTAMP
+// of its first call. Either way what was written in between is read, and
+// nothing from before the start; once records came, AFTER the last one.
 func TestLatestResubscribesWithoutSkipping(t *testing.T) {
-	e := newStub(t, fanout.StubOptions{MaxEventRecords: 1})
-	old := e.put(0, 2)
-	time.Sleep(3 * time.Millisecond) // arrival times are in milliseconds
-	e.stub.Fail(shard0, fanout.Fault{AfterEvents: 1, End: true}, fanout.Fault{AfterEvents: 1, End: true})
-	o := e.fast(efo.Latest())
-	o.LatestMargin = -1
-	o.Pacer = efo.NewPacer(100 * time.Millisecond)
-	var (
-		c    collector
-		want []string
-		once sync.Once
-	)
-	c.hook = func(b efo.Batch) error {
-		// Written after the first call, while the reader waits to
-		// subscribe again.
-		once.Do(func() { want = e.put(2, 2); e.stub.CloseShard(shard0, children...) })
-		return nil
-	}
-	if _, err := run(t, e.client, o, &c); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(c.got(), want) {
-		t.Fatalf("records %v, want %v (not the older %v)", c.got(), want, old)
-	}
-	calls := e.stub.Calls()
-	if len(calls) != 3 || calls[0].Position() != "LATEST" || calls[1].Start.Type != types.ShardIteratorTypeAtTimestamp ||
-		calls[2].Position() != "AFTER_SEQUENCE_NUMBER "+want[0] {
-		t.Fatalf("calls %+v", calls)
-	}
-	// The timestamp is the first call's, as the reader saw it.
-	if ts := calls[1].Start.Timestamp; ts.After(calls[0].At) || calls[0].At.Sub(ts) > time.Second {
-		t.Fatalf("AT_TIMESTAMP %v for a first call at %v", ts, calls[0].At)
+	for _, c := range []struct {
+		name  string
+		first fanout.Fault
+	}{
+		{"after an empty event", fanout.Fault{AfterEvents: 1, End: true}},
+		{"before any event", fanout.Fault{Drop: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newStub(t, fanout.StubOptions{MaxEventRecords: 1})
+			old := e.put(0, 2)
+			time.Sleep(3 * time.Millisecond) // arrival times are in milliseconds
+			e.stub.Fail(shard0, c.first, fanout.Fault{AfterEvents: 1, End: true})
+			o := e.fast(efo.Latest())
+			o.LatestMargin = -1
+			o.Pacer = efo.NewPacer(100 * time.Millisecond)
+			var (
+				col  collector
+				mu   sync.Mutex
+				want []string
+				cont string
+				once sync.Once
+			)
+			// Written after the first call, while the reader waits to
+			// subscribe again.
+			write := func() {
+				once.Do(func() {
+					mu.Lock()
+					defer mu.Unlock()
+					want = e.put(2, 2)
+					e.stub.CloseShard(shard0, children...)
+				})
+			}
+			col.hook = func(b efo.Batch) error {
+				mu.Lock()
+				if cont == "" {
+					cont = b.Continuation
+				}
+				mu.Unlock()
+				write()
+				return nil
+			}
+			go func() {
+				for len(e.stub.Calls()) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				write()
+			}()
+			if _, err := run(t, e.client, o, &col); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(col.got(), want) {
+				t.Fatalf("records %v, want %v (not the older %v)", col.got(), want, old)
+			}
+			calls := e.stub.Calls()
+			if len(calls) != 3 || calls[0].Position() != "LATEST" || calls[2].Position() != "AFTER_SEQUENCE_NUMBER "+want[0] {
+				t.Fatalf("calls %+v", calls)
+			}
+			if c.first.End {
+				if cont == "" || calls[1].Position() != "AFTER_SEQUENCE_NUMBER "+cont {
+					t.Fatalf("second call at %s, want after the empty event's continuation %q", calls[1].Position(), cont)
+				}
+				return
+			}
+			// The timestamp is the first call's, as the reader saw it.
+			if ts := calls[1].Start.Timestamp; calls[1].Start.Type != types.ShardIteratorTypeAtTimestamp || ts.After(calls[0].At) || calls[0].At.Sub(ts) > time.Second {
+				t.Fatalf("second call at %s for a first call at %v", calls[1].Position(), calls[0].At)
+			}
+		})
 	}
 }
 

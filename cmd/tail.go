@@ -134,8 +134,9 @@ Enhanced fan-out: --efo reads every shard through a consumer of its own
 the shard's 5 GetRecords calls taken from the stream's other readers, and
 records printed as they arrive rather than at the next poll. The order, the
 checkpoint file (shared with polling runs) and every other flag work the
-same. The consumer is named for your user and host, registered (or reused)
-at the start and deregistered at exit; --consumer NAME uses or creates that
+same. The consumer is named for your user and host (and the run's --key,
+--shard, --filter or --jq), registered (or reused) at the start and
+deregistered at exit; --consumer NAME uses or creates that
 one and keeps it. A registered consumer is billed per consumer-shard hour
 and per GB read. Not with --lease-table.`,
 		Example: `  kinesis-shards tail orders
@@ -443,7 +444,7 @@ func openTailStore(f *Factory, sum *kstream.Summary, o *TailOptions) (tail.Store
 }
 
 // defaultCheckpointPath is one file per account, region and stream (and
-// per --key/--shard filter, whose checkpoints cover other shards):
+// per filter, whose checkpoints cover other records; filterSuffix):
 // $XDG_STATE_HOME/kinesis-shards/checkpoints/<account>/<region>/<stream>[.<filter>].json
 func defaultCheckpointPath(sum *kstream.Summary, o *TailOptions) (string, error) {
 	dir, err := stateDir()
@@ -454,16 +455,23 @@ func defaultCheckpointPath(sum *kstream.Summary, o *TailOptions) (string, error)
 	if ref, err := kstream.ParseRef(sum.ARN); err == nil && ref.ARN != "" {
 		account, region = ref.Account, ref.Region
 	}
-	name := sum.Name
+	return filepath.Join(dir, "kinesis-shards", "checkpoints", account, region, sum.Name+o.filterSuffix()+".json"), nil
+}
+
+// filterSuffix names what a run reads of the stream, for the names of its
+// default checkpoint file and consumer: "" for everything, else
+// ".key-<hash>" or ".shard-<n>", then ".jq-<hash>" for --filter or --jq.
+// Runs that read different things must not share either.
+func (o *TailOptions) filterSuffix() string {
+	var name string
 	switch {
 	case o.keyHash != nil:
 		h := sha256.Sum256([]byte(o.Key))
-		name += ".key-" + hex.EncodeToString(h[:6])
+		name = ".key-" + hex.EncodeToString(h[:6])
 	case o.Shard != "":
-		name += ".shard-" + lineage.ShortID(o.Shard)
+		name = ".shard-" + lineage.ShortID(o.Shard)
 	}
-	name += o.selectSuffix()
-	return filepath.Join(dir, "kinesis-shards", "checkpoints", account, region, name+".json"), nil
+	return name + o.selectSuffix()
 }
 
 // stateDir is $XDG_STATE_HOME, else ~/.local/state (%LocalAppData% on

@@ -108,13 +108,27 @@ func openConsumer(ctx context.Context, f *Factory, api kstream.ConsumerAPI, sum 
 }
 
 // openTailConsumer is tail's consumer: --consumer NAME, kept; or the
-// user's on this host, deregistered at exit (a killed tail leaves it, and
-// the next reuses it).
+// user's on this host for what the run reads, deregistered at exit (a
+// killed tail leaves it, and the next reuses it).
 func openTailConsumer(ctx context.Context, f *Factory, api kstream.ConsumerAPI, sum *kstream.Summary, o *TailOptions) (*efoConsumer, error) {
 	if o.Consumer != "" {
 		return openConsumer(ctx, f, api, sum, o.Consumer, true, false)
 	}
-	return openConsumer(ctx, f, api, sum, defaultConsumerName(""), false, false)
+	return openConsumer(ctx, f, api, sum, tailConsumerName(o), false, false)
+}
+
+// tailConsumerName is the default consumer of a run: the user's on this
+// host, with the run's filter (filterSuffix), so that two tails of one
+// stream reading different shards or records (--shard 0 and --shard 1,
+// two --key) do not share a consumer, which the first to exit would
+// deregister under the other. Two runs of the same filter share it, and
+// the second is told so (ResourceInUseException).
+func tailConsumerName(o *TailOptions) string {
+	base, suffix := defaultConsumerName(""), o.filterSuffix()
+	if len(base)+len(suffix) > 128 {
+		base = base[:128-len(suffix)]
+	}
+	return base + suffix
 }
 
 // tailEFO is what a run reads with.

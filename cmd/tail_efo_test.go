@@ -432,3 +432,37 @@ func TestTailEFOSharesCheckpointWithPolling(t *testing.T) {
 	w.check(all, false)
 	checkParentsFirstLines(t, c, stream, all)
 }
+
+// Two tails of one stream that read different shards or records get
+// consumers of their own by default; the same filter shares one (and the
+// second is told about it by ResourceInUseException).
+func TestTailConsumerNamePerFilter(t *testing.T) {
+	name := func(args ...string) string {
+		t.Helper()
+		r := parseFlags(t, false, append([]string{"tail", "orders", "--efo"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, r.code, r.stderr)
+		}
+		return tailConsumerName(as[*TailOptions](t, r.opts))
+	}
+	all := name()
+	if all != defaultConsumerName("") {
+		t.Fatalf("an unfiltered tail's consumer is %q, want %q", all, defaultConsumerName(""))
+	}
+	seen := map[string][]string{all: nil}
+	for _, args := range [][]string{
+		{"--shard", "shardId-000000000000"}, {"--shard", "shardId-000000000001"},
+		{"--key", "customer-42"}, {"--key", "customer-43"},
+		{"--filter", `.payload.level == "error"`}, {"--jq", ".payload"},
+		{"--shard", "shardId-000000000000", "--filter", `.payload.level == "error"`},
+	} {
+		n := name(args...)
+		if prev, dup := seen[n]; dup {
+			t.Errorf("%q and %q share the consumer %q", args, prev, n)
+		}
+		seen[n] = args
+		if n != name(args...) || len(n) > 128 || kstream.ValidateConsumerName(n) != nil {
+			t.Errorf("%q: consumer %q", args, n)
+		}
+	}
+}

@@ -436,6 +436,12 @@ func openTailStore(f *Factory, sum *kstream.Summary, o *TailOptions) (tail.Store
 	if o.keyHash != nil {
 		filter = tail.Filter{Key: o.Key}
 	}
+	if o.filter != nil {
+		filter.Select = o.Filter
+	}
+	if o.jq != nil {
+		filter.Transform = o.JQ
+	}
 	store, err := tail.OpenFilteredFile(path, id, filter, func(w string) { fmt.Fprintln(f.IO.ErrOut, "warning: "+w) })
 	if err != nil {
 		return nil, "", err

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -594,5 +595,29 @@ func TestTailCheckpointFilterRefused(t *testing.T) {
 		if after, _ := os.ReadFile(cp); string(after) != string(before) {
 			t.Fatalf("the refused file changed:\n%s\nwas\n%s", after, before)
 		}
+	}
+	// A --filter run moves its positions past the records it drops: the
+	// same holds for its file.
+	cp = filepath.Join(t.TempDir(), "cp.json")
+	keep := `.partitionKey == "key-01"`
+	res = runBinary(t, env, "", "tail", stream, "--checkpoint", cp, "--filter", keep, "--idle-exit", "1s")
+	if res.code != 0 || strings.Count(res.stdout, "\n") != 2 {
+		t.Fatalf("--filter run: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
+	}
+	if before, err = os.ReadFile(cp); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{}, {"--filter", "true"}, {"--jq", keep}} {
+		res = runBinary(t, env, "", append([]string{"tail", stream, "--checkpoint", cp, "--idle-exit", "1s"}, args...)...)
+		if res.code != 1 || res.stdout != "" || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 ||
+			!strings.Contains(res.stderr, "was written by a tail with --filter "+strconv.Quote(keep)) {
+			t.Fatalf("run with %v on a --filter file: exit %d, stdout %q, stderr %q", args, res.code, res.stdout, res.stderr)
+		}
+		if after, _ := os.ReadFile(cp); string(after) != string(before) {
+			t.Fatalf("the refused file changed:\n%s\nwas\n%s", after, before)
+		}
+	}
+	if res = runBinary(t, env, "", "tail", stream, "--checkpoint", cp, "--filter", keep, "--idle-exit", "1s"); res.code != 0 || res.stdout != "" {
+		t.Fatalf("the same --filter again: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
 	}
 }

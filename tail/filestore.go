@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -32,10 +33,12 @@ import (
 // of a KPL aggregate.
 //
 // Version 2 is version 1 plus "filter": {"key": "..."} or {"shard": "..."},
-// the --key or --shard the file was written with: such a run records
-// SHARD_END for the shards on its path and positions of its key's records
-// only, so another run on the file would skip the other keys' records. A
-// file is refused by a run with another filter (or none). An unfiltered
+// the --key or --shard the file was written with, and the --filter and
+// --jq expressions ("filter", "jq"): such a run records SHARD_END for the
+// shards on its path, positions of its key's records only, and positions
+// past the records its expressions dropped, so another run on the file
+// would skip records. A file is refused by a run with another filter (or
+// none). An unfiltered
 // file is written as version 1 (readable by earlier builds); a filtered
 // one as version 2, which earlier builds refuse rather than misread.
 //
@@ -54,21 +57,40 @@ const (
 	fileVersionInBatch  = 3
 )
 
-// Filter is the --key or --shard a checkpoint file was written with; the
-// zero value is no filter.
+// Filter is what a checkpoint file's run read of the stream: the --key or
+// --shard (at most one), and the --filter and --jq expressions, whose
+// positions move past the records they drop; the zero value is
+// everything.
 type Filter struct {
-	Key   string `json:"key,omitempty"`   // a partition key
-	Shard string `json:"shard,omitempty"` // a shard id
+	Key       string `json:"key,omitempty"`    // a partition key
+	Shard     string `json:"shard,omitempty"`  // a shard id
+	Select    string `json:"filter,omitempty"` // a --filter expression
+	Transform string `json:"jq,omitempty"`     // a --jq expression
 }
 
 func (f Filter) String() string {
+	var parts []string
 	switch {
 	case f.Key != "":
-		return "--key " + f.Key
+		parts = append(parts, "--key "+f.Key)
 	case f.Shard != "":
-		return "--shard " + f.Shard
+		parts = append(parts, "--shard "+f.Shard)
 	}
-	return "no --key or --shard"
+	if f.Select != "" {
+		parts = append(parts, "--filter "+strconv.Quote(f.Select))
+	}
+	if f.Transform != "" {
+		parts = append(parts, "--jq "+strconv.Quote(f.Transform))
+	}
+	if len(parts) == 0 {
+		return "no --key, --shard, --filter or --jq"
+	}
+	return strings.Join(parts, " ")
+}
+
+// valid: at most one of key and shard, and something.
+func (f Filter) valid() bool {
+	return !(f.Key != "" && f.Shard != "") && f != (Filter{})
 }
 
 // Errors a checkpoint file can be refused with. Each comes wrapped in a
@@ -141,9 +163,9 @@ func OpenFile(path string, id StreamIdentity, warn func(string)) (*FileStore, er
 	return OpenFilteredFile(path, id, Filter{}, warn)
 }
 
-// OpenFilteredFile is OpenFile for a run with --key or --shard: the file
-// records the filter, and one written with another filter (or none) is
-// refused, as is a filtered file by a run with none.
+// OpenFilteredFile is OpenFile for a run with --key, --shard, --filter or
+// --jq: the file records the filter, and one written with another filter
+// (or none) is refused, as is a filtered file by a run with none.
 func OpenFilteredFile(path string, id StreamIdentity, filter Filter, warn func(string)) (*FileStore, error) {
 	if path == "" {
 		return nil, errors.New("no checkpoint file path")
@@ -336,14 +358,14 @@ func decodeCheckpoint(b []byte) (*fileDoc, error) {
 	if doc.Kind != fileKind {
 		return nil, fmt.Errorf("not a kinesis-shards checkpoint (kind %q)", doc.Kind)
 	}
-	oneFilter := doc.Filter != nil && (doc.Filter.Key == "") != (doc.Filter.Shard == "")
+	oneFilter := doc.Filter != nil && doc.Filter.valid()
 	switch {
 	case doc.Version == fileVersion && doc.Filter != nil:
 		return nil, errors.New("a filter in a version 1 file")
 	case doc.Version == fileVersionFiltered && !oneFilter:
-		return nil, errors.New("a version 2 file needs a filter of one key or one shard")
+		return nil, errors.New("a version 2 file needs a filter: a key or a shard (not both), expressions, or both")
 	case doc.Version == fileVersionInBatch && doc.Filter != nil && !oneFilter:
-		return nil, errors.New("a filter needs one key or one shard")
+		return nil, errors.New("a filter needs a key or a shard (not both), expressions, or both")
 	case doc.Version > fileVersionInBatch:
 		return nil, fmt.Errorf("version %d is newer than this kinesis-shards understands (%d)", doc.Version, fileVersionInBatch)
 	case doc.Version < fileVersion:
@@ -398,8 +420,8 @@ func ReadCheckpoint(path string) (StreamIdentity, map[string]Position, error) {
 	return id, out, err
 }
 
-// ReadCheckpointFilter is ReadCheckpoint with the --key or --shard filter
-// the file was written with (kinesis-shards lag).
+// ReadCheckpointFilter is ReadCheckpoint with the filter the file was
+// written with (kinesis-shards lag).
 func ReadCheckpointFilter(path string) (StreamIdentity, Filter, map[string]Position, error) {
 	return readCheckpointFile(path)
 }

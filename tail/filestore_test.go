@@ -300,6 +300,13 @@ func TestFileStoreFilter(t *testing.T) {
 		{"key then another key", key, Filter{Key: "orders-18"}, true},
 		{"shard then key", shard, key, true},
 		{"shard then unfiltered", shard, Filter{}, true},
+		{"--filter then the same", Filter{Select: ".level"}, Filter{Select: ".level"}, false},
+		{"--filter then unfiltered", Filter{Select: ".level"}, Filter{}, true},
+		{"unfiltered then --filter", Filter{}, Filter{Select: ".level"}, true},
+		{"--filter then another", Filter{Select: ".level"}, Filter{Select: ".msg"}, true},
+		{"--jq then --filter of the same text", Filter{Transform: ".level"}, Filter{Select: ".level"}, true},
+		{"key and --filter then key", Filter{Key: "orders-17", Select: ".level"}, key, true},
+		{"key and --filter then the same", Filter{Key: "orders-17", Select: ".level"}, Filter{Key: "orders-17", Select: ".level"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cp.json")
@@ -333,7 +340,7 @@ func TestFileStoreFilter(t *testing.T) {
 	for _, c := range []struct {
 		f       Filter
 		version string
-	}{{Filter{}, `"version": 1`}, {key, `"version": 2`}} {
+	}{{Filter{}, `"version": 1`}, {key, `"version": 2`}, {Filter{Select: ".level"}, `"version": 2`}} {
 		path := filepath.Join(t.TempDir(), "cp.json")
 		s, _ := OpenFilteredFile(path, testID, c.f, nil)
 		s.Save(context.Background(), nil)
@@ -418,7 +425,7 @@ func TestDecodeCheckpointLogEventIndex(t *testing.T) {
 	}{
 		{"version 3", doc(3, "", `{"sequenceNumber":"12","logEventIndex":4}`), ""},
 		{"version 3 with a filter", doc(3, `,"filter":{"key":"k"}`, `{"sequenceNumber":"12","subSequenceNumber":1,"logEventIndex":0}`), ""},
-		{"version 3 with an empty filter", doc(3, `,"filter":{}`, `{"sequenceNumber":"12","logEventIndex":0}`), "a filter needs one key or one shard"},
+		{"version 3 with an empty filter", doc(3, `,"filter":{}`, `{"sequenceNumber":"12","logEventIndex":0}`), "a filter needs a key or a shard (not both), expressions, or both"},
 		{"in version 1", doc(1, "", `{"sequenceNumber":"12","logEventIndex":4}`), "shard s: logEventIndex in a version 1 file"},
 		{"in version 2", doc(2, `,"filter":{"shard":"s"}`, `{"sequenceNumber":"12","logEventIndex":4}`), "shard s: logEventIndex in a version 2 file"},
 		{"negative", doc(3, "", `{"sequenceNumber":"12","logEventIndex":-1}`), "shard s: negative logEventIndex"},

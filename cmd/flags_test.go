@@ -214,6 +214,7 @@ func TestFlagUsageErrors(t *testing.T) {
 		{args: []string{"put", "orders", "--rate", "0"}, msg: "--rate must be a positive number of records per second (leave it out for no cap)"},
 		{args: []string{"put", "orders", "--rate-bytes", "0"}, msg: "--rate-bytes: it must be at least 1 byte per second"},
 		{args: []string{"put", "orders", "--rate-bytes", "3parsec"}, msg: `--rate-bytes: unknown unit "parsec"`},
+		{args: []string{"put", "orders", "--rate-bytes", "99999999999999999999GB"}, msg: `--rate-bytes: "99999999999999999999GB" is more bytes per second than any stream takes`},
 
 		// create.
 		{args: []string{"create", "orders"}, msg: "say how many shards with --shards N (N ≥ 1), or pass --on-demand"},

@@ -42,7 +42,7 @@ type putLimiter struct {
 func newPutLimiter(recordsPerSecond float64, bytesPerSecond int64, clock putClock) *putLimiter {
 	l := &putLimiter{clock: clock}
 	if recordsPerSecond > 0 {
-		l.records = rate.NewLimiter(rate.Limit(recordsPerSecond), max(1, int(recordsPerSecond/10)))
+		l.records = rate.NewLimiter(rate.Limit(recordsPerSecond), max(1, int(min(recordsPerSecond/10, math.MaxInt32))))
 	}
 	if bytesPerSecond > 0 {
 		l.bytes = rate.NewLimiter(rate.Limit(bytesPerSecond), int(max(1, min(bytesPerSecond/10, math.MaxInt32))))
@@ -111,8 +111,11 @@ func parseByteRate(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a number of bytes per second", s)
 	}
 	b := v * mult
-	if b < 1 || b > math.MaxInt64/2 {
+	switch {
+	case b < 1:
 		return 0, errors.New("it must be at least 1 byte per second")
+	case b > math.MaxInt64/2:
+		return 0, fmt.Errorf("%q is more bytes per second than any stream takes: leave --rate-bytes out for no cap", s)
 	}
 	return int64(b), nil
 }

@@ -249,6 +249,12 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 
 func TestPutLimiter(t *testing.T) {
 	ctx := context.Background()
+	t.Run("a rate past any stream", func(t *testing.T) {
+		// Its bucket is the largest there is, not an int overflown to 1.
+		if r, _ := newPutLimiter(1e300, 0, &fakeClock{t: replayAt}).batchLimits(); r != maxBatchRecords {
+			t.Fatalf("batch limit %d records at --rate 1e300", r)
+		}
+	})
 	t.Run("records", func(t *testing.T) {
 		clock := &fakeClock{t: replayAt}
 		l := newPutLimiter(100, 0, clock)

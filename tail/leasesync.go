@@ -32,7 +32,7 @@ type leaseSync struct {
 	// epoch counts what changes which leases are free or ours: a SHARD_END
 	// of ours in the table, a shard new to the listing. answered is the
 	// epoch the last answered sync began in: until it catches up, a shard
-	// neither held nor free may be ours to read (known says so).
+	// neither held nor free may be ours to read (current).
 	epoch, answered int
 	// saved is what the table holds of our positions; guarded by t.mu
 	// (readers record a start there).
@@ -123,7 +123,7 @@ func (ls *leaseSync) unread(id string) bool { return ls.holds(id) || ls.free[id]
 // another worker's.
 func (ls *leaseSync) current() bool { return ls.answered == ls.epoch }
 
-// changed notes such a change (and a sync to learn what it did).
+// changed notes such a change; the next sync to begin learns what it did.
 func (ls *leaseSync) changed() { ls.epoch++ }
 
 // busy: a checkpoint of ours is not in the table yet.

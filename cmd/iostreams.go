@@ -63,16 +63,22 @@ func (s *IOStreams) ColorErr() bool { return s.StderrTTY && !s.ColorDisabled }
 func (s *IOStreams) CanPrompt() bool { return s.StdinTTY && s.StderrTTY }
 
 // stdoutWriter marks its write errors as stdout's, so that a closed stdout
-// (`| head`) is told apart from an EPIPE on a connection to AWS.
-type stdoutWriter struct{ w io.Writer }
+// (`| head`) is told apart from an EPIPE on a connection to AWS. It is a
+// terminal's file to those who look (Fd, Read, Close: the dashboard's
+// bubbletea sizes and draws on it only then).
+type stdoutWriter struct{ f *os.File }
 
 func (s stdoutWriter) Write(p []byte) (int, error) {
-	n, err := s.w.Write(p)
+	n, err := s.f.Write(p)
 	if err != nil {
 		err = &stdoutError{err}
 	}
 	return n, err
 }
+
+func (s stdoutWriter) Read(p []byte) (int, error) { return s.f.Read(p) }
+func (s stdoutWriter) Close() error               { return s.f.Close() }
+func (s stdoutWriter) Fd() uintptr                { return s.f.Fd() }
 
 // stdoutError is a failed write to stdout.
 type stdoutError struct{ err error }

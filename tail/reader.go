@@ -357,18 +357,14 @@ func (r *reader) notFound(ctx context.Context) error {
 }
 
 // trimmedParent reports whether id is absent from shards while one of
-// them names it as a parent.
+// them names it as a parent: the lineage's trimmed shard.
 func trimmedParent(shards []types.Shard, id string) bool {
-	named := false
-	for _, s := range shards {
-		if aws.ToString(s.ShardId) == id {
-			return false
-		}
-		if aws.ToString(s.ParentShardId) == id || aws.ToString(s.AdjacentParentShardId) == id {
-			named = true
-		}
+	g, err := lineage.Build(shards)
+	if err != nil {
+		return false
 	}
-	return named
+	s := g.Shard(id)
+	return s != nil && s.State == lineage.StateTrimmed
 }
 
 // saveStart writes to the lease table where a leased shard read from its

@@ -60,14 +60,6 @@ func (t *Tailer) mergeListing(listed []types.Shard, initial bool) error {
 	}
 	for _, sh := range g.Shards() {
 		if sh.State == lineage.StateTrimmed {
-			// Named as a parent, gone from the listing: closed, whether or
-			// not a listing showed it so before retention trimmed it.
-			if s := t.shards[sh.ID]; s != nil && !s.closed {
-				s.closed = true
-				if s.rd != nil {
-					s.rd.closed.Store(true)
-				}
-			}
 			continue
 		}
 		s := t.shards[sh.ID]

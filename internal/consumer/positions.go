@@ -89,6 +89,21 @@ type ShardLag struct {
 	from *from // where the measuring call starts; nil: none is made
 }
 
+// readingAt marks the shard as being read at a checkpoint: after the
+// record seq, or at it when the position is inside it (a KPL aggregate's
+// user record sub, a CloudWatch Logs batch's event ev).
+func (sl *ShardLag) readingAt(seq string, inAggregate bool, sub int64, inBatch bool, ev int64) {
+	sl.State, sl.from = StateReading, &from{kind: types.ShardIteratorTypeAfterSequenceNumber, seq: seq}
+	if inAggregate {
+		sl.SubSequenceNumber = &sub
+		sl.from.kind = types.ShardIteratorTypeAtSequenceNumber
+	}
+	if inBatch {
+		sl.LogEventIndex = &ev
+		sl.from.kind = types.ShardIteratorTypeAtSequenceNumber
+	}
+}
+
 // from is where the one GetRecords of a shard starts.
 type from struct {
 	kind types.ShardIteratorType
@@ -175,18 +190,8 @@ func FromCheckpoint(g *lineage.Graph, pos map[string]tail.Position) []ShardLag {
 		case s.IsTrimmed():
 			sl.State = StateTrimmed
 		case p.SequenceNumber != "":
-			sl.State, sl.from = StateReading, &from{kind: types.ShardIteratorTypeAfterSequenceNumber, seq: p.SequenceNumber}
-			if p.Aggregated {
-				sub := p.SubSequence
-				sl.SubSequenceNumber = &sub
-				sl.from.kind = types.ShardIteratorTypeAtSequenceNumber
-			}
-			if p.InBatch {
-				// The rest of the batch the record holds is unread.
-				ev := p.LogEventIndex
-				sl.LogEventIndex = &ev
-				sl.from.kind = types.ShardIteratorTypeAtSequenceNumber
-			}
+			// Inside a batch, the rest of the batch the record holds is unread.
+			sl.readingAt(p.SequenceNumber, p.Aggregated, p.SubSequence, p.InBatch, p.LogEventIndex)
 		default:
 			sl.from = &from{kind: types.ShardIteratorTypeTrimHorizon}
 			sl.State, sl.BlockedBy = StateNotStarted, nil
@@ -316,17 +321,7 @@ func FromLeases(g *lineage.Graph, d *leases.Diagnosis) []ShardLag {
 		case cp == leases.AtTimestamp:
 			sl.Note = "the lease says AT_TIMESTAMP without the time (the KCL's schema has no field for it), so how far behind it starts is not known"
 		default:
-			sl.State, sl.from = StateReading, &from{kind: types.ShardIteratorTypeAfterSequenceNumber, seq: cp}
-			if l.SubSequence > 0 {
-				sub := l.SubSequence
-				sl.SubSequenceNumber = &sub
-				sl.from.kind = types.ShardIteratorTypeAtSequenceNumber
-			}
-			if l.HasLogEvent {
-				ev := l.LogEvent
-				sl.LogEventIndex = &ev
-				sl.from.kind = types.ShardIteratorTypeAtSequenceNumber
-			}
+			sl.readingAt(cp, l.SubSequence > 0, l.SubSequence, l.HasLogEvent, l.LogEvent)
 		}
 		out = append(out, sl)
 	}

@@ -291,13 +291,7 @@ func tputRow(ctx context.Context, c *config, rep *report, b *strings.Builder, cf
 		}
 		results = append(results, r)
 	}
-	pick := func(f func(tputRun) float64) sample {
-		var s sample
-		for _, r := range results {
-			s = append(s, f(r))
-		}
-		return s
-	}
+	pick := func(f func(tputRun) float64) sample { return sampleOf(results, f) }
 	label := cf.label
 	if label == "" {
 		label = map[int]string{1024: "1 KiB", 100: "100 B"}[cf.size]
@@ -460,13 +454,7 @@ func runTailMemory(ctx context.Context, c *config, rep *report) error {
 			}
 			runs = append(runs, r)
 		}
-		pick := func(f func(memRun) float64) sample {
-			var s sample
-			for _, r := range runs {
-				s = append(s, f(r))
-			}
-			return s
-		}
+		pick := func(f func(memRun) float64) sample { return sampleOf(runs, f) }
 		rss := pick(func(r memRun) float64 { return r.rssMiB })
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s s |\n", num(float64(n)), rss.cell(), pick(func(r memRun) float64 { return r.hwmMiB }).cell(),
 			pick(func(r memRun) float64 { return float64(r.goroutines) }).cell(), pick(func(r memRun) float64 { return float64(r.threads) }).cell(),
@@ -486,4 +474,13 @@ func runTailMemory(ctx context.Context, c *config, rep *report) error {
 		"--poll-interval asks.\n")
 	rep.add(40, "Tail memory and goroutines over many open shards", b.String())
 	return nil
+}
+
+// sampleOf is one figure of each run.
+func sampleOf[R any](runs []R, f func(R) float64) sample {
+	s := make(sample, 0, len(runs))
+	for _, r := range runs {
+		s = append(s, f(r))
+	}
+	return s
 }

@@ -220,15 +220,17 @@ func (s *fileSoak) write(ctx context.Context, rate int, stop <-chan struct{}) {
 	tick := time.NewTicker(100 * time.Millisecond) // spreads the records over the second
 	defer tick.Stop()
 	begin := time.Now()
+	defer func() {
+		s.mu.Lock()
+		s.st.writeTime = time.Since(begin)
+		s.mu.Unlock()
+	}()
 	sent, next := 0, 0
 	for {
 		due := int(float64(rate) * time.Since(begin).Seconds())
 		if sent >= due {
 			select {
 			case <-stop:
-				s.mu.Lock()
-				s.st.writeTime = time.Since(begin)
-				s.mu.Unlock()
 				return
 			case <-tick.C:
 			}
@@ -237,9 +239,6 @@ func (s *fileSoak) write(ctx context.Context, rate int, stop <-chan struct{}) {
 		// Behind (slow puts): catch up a call at a time, but still stop.
 		select {
 		case <-stop:
-			s.mu.Lock()
-			s.st.writeTime = time.Since(begin)
-			s.mu.Unlock()
 			return
 		default:
 		}
@@ -258,7 +257,6 @@ func (s *fileSoak) write(ctx context.Context, rate int, stop <-chan struct{}) {
 		if err := putAll(ctx, s.c, s.stream, recs); err != nil {
 			s.mu.Lock()
 			s.putErr = err
-			s.st.writeTime = time.Since(begin)
 			s.mu.Unlock()
 			return
 		}

@@ -32,10 +32,10 @@ import (
 //     needs, and for no more records than about 2 MiB holds once the
 //     shard's record size is known, so no response shuts the shard's other
 //     consumers out for seconds.
-//   - A throttle (ProvisionedThroughputExceededException) is retried with
-//     the tail reader's exponential backoff with jitter, reset after a
-//     success; a throttled call keeps the shard refused for a further
-//     second, so the first wait is at least that.
+//   - A throttle (ProvisionedThroughputExceededException) is retried after
+//     the wait every reader of shards uses (pacing.AfterThrottle): never
+//     sooner than a second, since a throttled shard stays refused for the
+//     rest of its second, and longer under repeated throttles.
 //
 // A read has a time budget (Budget); when it runs out, the records read so
 // far are the result, over the part of the window they cover, and Stopped
@@ -56,14 +56,10 @@ const (
 	maxCallBytes = readBytesPerSecond
 	// firstLimit bounds the first call on a shard, whose record size is
 	// not known yet.
-	firstLimit = 100
-	maxLimit   = 10000
-	// Throttles wait 1-2 s at first (past the second a throttled call
-	// keeps the shard refused), doubling to 5-10 s.
-	throttleBackoffMin = 2 * time.Second
-	throttleBackoffMax = 10 * time.Second
-	errorBackoffMin    = 250 * time.Millisecond
-	errorBackoffMax    = 5 * time.Second
+	firstLimit      = 100
+	maxLimit        = 10000
+	errorBackoffMin = 250 * time.Millisecond
+	errorBackoffMax = 5 * time.Second
 )
 
 // WindowRecord is one record read from a window.

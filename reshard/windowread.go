@@ -184,7 +184,7 @@ func (w *windowReader) seek(ctx context.Context, in *kinesis.GetShardIteratorInp
 			}
 		case isThrottle(err):
 			w.throttleRun++
-			w.nextIter = attempt.Add(pacing.Backoff(w.rng, throttleBackoffMin, throttleBackoffMax, w.throttleRun))
+			w.nextIter = attempt.Add(pacing.AfterThrottle(w.rng, w.throttleRun))
 		case retryable(err):
 			if w.failures++; w.failures > w.o.Retries {
 				return err
@@ -276,7 +276,7 @@ func (w *windowReader) readPage(ctx context.Context) error {
 	case isThrottle(err):
 		w.throttled++
 		w.throttleRun++
-		w.nextCall = attempt.Add(pacing.Backoff(w.rng, throttleBackoffMin, throttleBackoffMax, w.throttleRun))
+		w.nextCall = attempt.Add(pacing.AfterThrottle(w.rng, w.throttleRun))
 		return nil
 	case errors.As(err, &exp):
 		in := w.atTimestamp()

@@ -163,14 +163,13 @@ func measureAll(ctx context.Context, api API, ref kstream.Ref, shards []ShardLag
 	wg.Wait()
 }
 
-// Throttles wait 1-2 s at first (a throttled call keeps the shard refused
-// for a second), doubling to 5-10 s; other passing failures less.
+// Throttles wait as every reader of shards does (pacing.AfterThrottle: at
+// least the second a throttled shard stays refused); other passing
+// failures less.
 const (
-	throttleBackoffMin = 2 * time.Second
-	throttleBackoffMax = 10 * time.Second
-	errorBackoffMin    = 250 * time.Millisecond
-	errorBackoffMax    = 2 * time.Second
-	maxFailures        = 3
+	errorBackoffMin = 250 * time.Millisecond
+	errorBackoffMax = 2 * time.Second
+	maxFailures     = 3
 )
 
 // errNoFigure: an answer without MillisBehindLatest.
@@ -221,7 +220,7 @@ func measure(ctx context.Context, api API, ref kstream.Ref, sl *ShardLag, o *Opt
 			return 0, err
 		case isThrottle(err):
 			throttles++
-			wait = pacing.Backoff(rng, throttleBackoffMin, throttleBackoffMax, throttles)
+			wait = pacing.AfterThrottle(rng, throttles)
 		case errors.As(err, &expired):
 			it = nil
 		case passing(err) && failures < maxFailures:

@@ -327,7 +327,7 @@ func runTail(ctx context.Context, f *Factory, api tailAPI, ref kstream.Ref, o *T
 		defer c.close()
 		topts.EFO, cons = c.tailEFO(api, efo.NewPacer(0)), c
 	}
-	res, err := tail.New(api, store, topts, out.Write).Run(ctx)
+	res, err := tail.NewWriting(api, store, topts, out.WriteReporting).Run(ctx)
 	if err != nil && topts.EFO != nil {
 		err = efoRunError(err, cons)
 	}

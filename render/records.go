@@ -43,7 +43,14 @@ func ParseRecordFormat(s string) (RecordFormat, error) {
 // RecordWriter writes batches of records and flushes after each batch, so a
 // record counts as delivered only once it left the process. It encodes by
 // hand straight into its output buffer: no reflection, no allocation and no
-// system call per record (one write per 256 KiB, and one flush per batch).
+// system call per record (one write per flushEvery bytes, and one flush per
+// batch). WriteReporting says, at each of those writes, how many records
+// of the batch have left the process.
+//
+// flushEvery is a pipe's buffer: behind a slow reader (a pager, a
+// rate-limited put) each write returns once the reader has taken about
+// that much, so what is reported trails the output by one pipe's worth,
+// and a write to a fast stdout is still one system call per 64 KiB.
 type RecordWriter struct {
 	w      *bufio.Writer
 	format RecordFormat
@@ -57,58 +64,83 @@ func NewRecordWriter(w io.Writer, format RecordFormat, theme Theme) *RecordWrite
 	return &RecordWriter{w: bufio.NewWriterSize(w, 256<<10), format: format, theme: theme}
 }
 
+const flushEvery = 64 << 10
+
 // Write writes a batch and flushes it: each record's line, or its log
 // event's (--cwlogs), or its Out as it is (--jq).
 func (rw *RecordWriter) Write(batch []tail.Record) error {
+	return rw.WriteReporting(batch, nil)
+}
+
+// WriteReporting is Write that calls written(n) each time the batch's
+// first n records have been written out (tail.WriteFunc); written may be
+// nil.
+func (rw *RecordWriter) WriteReporting(batch []tail.Record, written func(n int)) error {
 	for i := range batch {
-		r := &batch[i]
-		if r.Out != nil {
-			// --jq: the lines were made already.
-			if _, err := rw.w.Write(r.Out); err != nil {
-				return err
-			}
-			continue
-		}
-		if rw.format == RecordRaw && r.Log == nil {
-			// The payload goes from the record to the output buffer: one copy.
-			if _, err := rw.w.Write(r.Data); err != nil {
-				return err
-			}
-			if err := rw.w.WriteByte('\n'); err != nil {
-				return err
-			}
-			continue
-		}
-		// Encode into the output buffer's free space when the record is
-		// sure to fit (bufio.Writer.AvailableBuffer); else flush first, or
-		// for a record bigger than the buffer, encode it aside.
-		need := maxLineLen(r)
-		if rw.w.Available() < need && rw.w.Buffered() > 0 {
+		if i > 0 && rw.w.Buffered() >= flushEvery {
 			if err := rw.w.Flush(); err != nil {
 				return err
 			}
+			if written != nil {
+				written(i)
+			}
 		}
-		b := rw.w.AvailableBuffer()
-		aside := cap(b) < need
-		if aside {
-			b = rw.buf[:0]
-		}
-		switch {
-		case r.Log != nil:
-			b = AppendLogEvent(b, rw.format, rw.theme, time.Local, r, r.Log)
-		case rw.format == RecordText:
-			b = rw.appendText(b, r)
-		default:
-			b = appendRecordJSON(b, r, &rw.times)
-		}
-		if _, err := rw.w.Write(b); err != nil {
+		if err := rw.write(&batch[i]); err != nil {
 			return err
 		}
-		if aside {
-			rw.buf = b // kept for the next big record
+	}
+	if err := rw.w.Flush(); err != nil {
+		return err
+	}
+	if written != nil {
+		written(len(batch))
+	}
+	return nil
+}
+
+// write puts one record's line into the output buffer.
+func (rw *RecordWriter) write(r *tail.Record) error {
+	if r.Out != nil {
+		// --jq: the lines were made already.
+		_, err := rw.w.Write(r.Out)
+		return err
+	}
+	if rw.format == RecordRaw && r.Log == nil {
+		// The payload goes from the record to the output buffer: one copy.
+		if _, err := rw.w.Write(r.Data); err != nil {
+			return err
+		}
+		return rw.w.WriteByte('\n')
+	}
+	// Encode into the output buffer's free space when the record is
+	// sure to fit (bufio.Writer.AvailableBuffer); else flush first, or
+	// for a record bigger than the buffer, encode it aside.
+	need := maxLineLen(r)
+	if rw.w.Available() < need && rw.w.Buffered() > 0 {
+		if err := rw.w.Flush(); err != nil {
+			return err
 		}
 	}
-	return rw.w.Flush()
+	b := rw.w.AvailableBuffer()
+	aside := cap(b) < need
+	if aside {
+		b = rw.buf[:0]
+	}
+	switch {
+	case r.Log != nil:
+		b = AppendLogEvent(b, rw.format, rw.theme, time.Local, r, r.Log)
+	case rw.format == RecordText:
+		b = rw.appendText(b, r)
+	default:
+		b = appendRecordJSON(b, r, &rw.times)
+	}
+	if _, err := rw.w.Write(b); err != nil {
+		return err
+	}
+	if aside {
+		rw.buf = b // kept for the next big record
+	}
+	return nil
 }
 
 // maxLineLen bounds a record's line in any format: every payload byte can

@@ -17,6 +17,14 @@ import (
 // wait. Waiting delays a call, it never brings two calls closer: the pacer
 // counts from the call itself.
 //
+// A subscribed reader (--efo) gets its events pushed: it reserves an
+// event's payload when the event arrives, and when there is no room it
+// closes the subscription instead of holding the event (efo.ErrNoRoom),
+// waits for room like a polling reader, and subscribes again from just
+// before that event. So a stalled stdout stops the subscriptions' intake,
+// and the memory held stays within the one budget, whatever the shard
+// count and the kind of reader.
+//
 // Waits happen only before a call, never under its deadline: a page that
 // turns out bigger than its reservation is taken in full once its
 // response arrives (the budget may run over by the pages on the wire),
@@ -67,6 +75,20 @@ func (t *pageTicket) hold(ctx context.Context, n int64) error {
 	}
 	t.held = n
 	return nil
+}
+
+// tryHold reserves n bytes if there is room now, without waiting; a
+// reservation held already (see hold) is kept and grown to n.
+func (t *pageTicket) tryHold(n int64) bool {
+	if t.held > 0 {
+		t.grow(n)
+		return true
+	}
+	if !t.budget.tryAcquire(n) {
+		return false
+	}
+	t.held = n
+	return true
 }
 
 func (t *pageTicket) drop() {
@@ -134,6 +156,18 @@ func (b *pageBudget) acquire(ctx context.Context, n int64) error {
 		b.grant()
 		return ctx.Err()
 	}
+}
+
+// tryAcquire reserves n bytes when they fit now and nobody waits; unlike
+// acquire, a small n is no exception (see eventWeight).
+func (b *pageBudget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.waiters) == 0 && b.fits(n) {
+		b.used += n
+		return true
+	}
+	return false
 }
 
 // take reserves n bytes without waiting, even past the limit.

@@ -80,13 +80,15 @@ func (r *reader) subscribe(ctx context.Context) error {
 			total.Subscriptions, max(0, total.Subscriptions-1), total.Events, total.Records)
 	}()
 	var fails failureRun
+	room := &eventRoom{ticket: pageTicket{budget: r.t.pages}}
+	defer room.ticket.drop()
 	for {
 		knownClosed := r.closed.Load()
-		er, err := efo.NewReader(r.t.opts.EFO.API, r.efoOptions(start, &fails))
+		er, err := efo.NewReader(r.t.opts.EFO.API, r.efoOptions(start, &fails, room))
 		if err != nil {
 			return err
 		}
-		end, err := er.Run(ctx, func(_ context.Context, b efo.Batch) error { return r.event(b, knownClosed, &fails) })
+		end, err := er.Run(ctx, func(_ context.Context, b efo.Batch) error { return r.event(b, knownClosed, &fails, room) })
 		st := er.Stats()
 		total.Subscriptions += st.Subscriptions
 		total.Events += st.Events
@@ -140,8 +142,22 @@ func (r *reader) subscribe(ctx context.Context) error {
 // older subscription proves nothing (it may have waited in a buffer, made
 // before the last records were written): the reader subscribes again and
 // asks the new subscription.
-func (r *reader) event(b efo.Batch, knownClosed bool, fails *failureRun) error {
+func (r *reader) event(b efo.Batch, knownClosed bool, fails *failureRun, room *eventRoom) error {
+	// The page budget first: an event there is no room for is not taken
+	// (the subscription closes, and resumes before it once there is).
+	if weight := eventWeight(b.Records); weight > 0 {
+		if !room.ticket.tryHold(weight) {
+			room.last = weight
+			return efo.ErrNoRoom
+		}
+		defer room.ticket.drop()
+	}
 	*fails = failureRun{}
+	if len(b.Records) > 0 {
+		// Never idle while its records are on their way out.
+		r.holding.Store(true)
+		defer r.holding.Store(false)
+	}
 	defer func() { r.calling.Store(r.t.now().UnixNano()) }() // the next one is awaited
 	batch, size := r.convert(b.Records)
 	if r.t.opts.OnPoll != nil {
@@ -175,10 +191,13 @@ func (r *reader) event(b efo.Batch, knownClosed bool, fails *failureRun) error {
 // for as long as they last, as the polling reader does (giving up would
 // end the tail with records unread), and each one marks the reader as not
 // at its tip until the next event.
-func (r *reader) efoOptions(start efo.Position, fails *failureRun) efo.Options {
+func (r *reader) efoOptions(start efo.Position, fails *failureRun, room *eventRoom) efo.Options {
 	e := r.t.opts.EFO
 	o := efo.Options{ConsumerARN: e.ConsumerARN, ShardID: r.id, Start: start, Pacer: r.t.pacer, Logf: r.t.opts.Logf,
 		MaxFailures: math.MaxInt32,
+		// Waits in line with the polling readers, and keeps what it was
+		// given for the next event.
+		AwaitRoom: func(ctx context.Context) error { return room.ticket.hold(ctx, room.last) },
 		OnFailure: func(err error) {
 			r.setFailing()
 			now := r.t.now()
@@ -220,6 +239,35 @@ func (r *reader) subscribeNotFound(ctx context.Context, err error) error {
 	}
 	return r.end(nil)
 }
+
+// eventRoom is a subscribed reader's reservation in the page budget: held
+// while an event is converted and delivered, or, after efo.ErrNoRoom,
+// from the moment there is room again until the next event.
+type eventRoom struct {
+	ticket pageTicket
+	last   int64 // the weight of the event there was no room for
+}
+
+// eventWeight is an event's weight in the page budget: its records'
+// payloads, as a polling reader's page is weighed, and at least
+// eventFloor. A subscription whose reader holds an event stays open, and
+// the SDK and the connection keep what the service sends meanwhile behind
+// it; the floor counts that, so that the readers holding events while
+// stdout is stalled are a few, however small the events and however many
+// the shards. An event without records is delivered without waiting for
+// stdout and weighs nothing.
+func eventWeight(recs []types.Record) int64 {
+	if len(recs) == 0 {
+		return 0
+	}
+	var n int64
+	for _, r := range recs {
+		n += int64(len(r.Data))
+	}
+	return max(n, eventFloor)
+}
+
+const eventFloor = 1 << 20
 
 // eventsWithin is how long a subscribed reader may go without an event
 // and still count as at its tip (reader.unanswered): the service sends

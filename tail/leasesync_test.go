@@ -101,7 +101,7 @@ func TestRefusedShardEndIsReadAgain(t *testing.T) {
 func TestRevokedReaderRecordsNothing(t *testing.T) {
 	tl := leaseTailer(&scriptedLeases{writes: map[string]Position{}})
 	delivered := 0
-	tl.deliver = func(b []Record) error { delivered += len(b); return nil }
+	tl.deliver = func(b []Record, _ func(int)) error { delivered += len(b); return nil }
 	r := &reader{t: tl, id: "x"}
 	r.revoked.Store(true)
 	more, err := tl.deliverBatch(r, []Record{{ShardID: "x", SequenceNumber: "9"}})

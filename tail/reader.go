@@ -33,8 +33,6 @@ const (
 	// readBytesPerSecond is a shard's read quota; after a big response the
 	// next call waits until the quota has refilled.
 	readBytesPerSecond = 2 << 20
-	throttleBackoffMin = time.Second // a read throttle blocks the next second
-	throttleBackoffMax = 10 * time.Second
 	errorBackoffMin    = 250 * time.Millisecond
 	errorBackoffMax    = 5 * time.Second
 	// maxDecompressed bounds --decompress (a gzip bomb stays compressed).
@@ -122,6 +120,42 @@ type reader struct {
 	// calling: when the GetRecords in flight was sent (Unix nanoseconds;
 	// 0 = none), for --idle-exit; subscribed, when the last event came.
 	calling atomic.Int64
+	// holding: the reader has records it fetched and has not delivered
+	// yet (a page or an event on its way to stdout). Such a reader is
+	// never idle, whatever its last answer said about its tip: set before
+	// the call counts as answered, cleared once the page was delivered.
+	holding atomic.Bool
+	// endWait: a shard listed as closed whose reader is caught up without
+	// reaching its end (see waitingForEnd).
+	endWait endWait
+}
+
+// endWait tracks a closed shard whose reader keeps finding nothing without
+// the service saying it ended: its children cannot start until it does.
+type endWait struct {
+	since  time.Time // the first caught-up answer since the shard closed
+	warned bool
+}
+
+// endWaitWarnAfter: a closed shard caught up this long without its end is
+// said once on stderr (a var for tests).
+var endWaitWarnAfter = time.Minute
+
+// waitingForEnd notes a caught-up answer for a closed shard that did not
+// end it. A backend that never ends a closed shard (some emulators) would
+// otherwise hold its children, and --idle-exit, back in silence: --debug
+// says it at once, and after endWaitWarnAfter stderr says it once.
+func (r *reader) waitingForEnd(now time.Time) {
+	w := &r.endWait
+	if w.since.IsZero() {
+		w.since = now
+		r.logf("closed, and caught up without reaching its end yet; its children wait for its end")
+		return
+	}
+	if !w.warned && now.Sub(w.since) >= endWaitWarnAfter {
+		w.warned = true
+		r.t.opts.Warnf("waiting for %s to end before reading its children: it is closed, and for %s the service has answered with no records and without its end", r.id, now.Sub(w.since).Round(time.Second))
+	}
 }
 
 // unanswered reports whether a GetRecords has been in flight for d: its
@@ -187,6 +221,9 @@ func (r *reader) run(ctx context.Context) error {
 		r.next = attempt.Add(r.t.opts.minInterval)
 		r.calling.Store(attempt.UnixNano())
 		out, err := r.getRecords(tctx, it)
+		if err == nil && len(out.Records) > 0 {
+			r.holding.Store(true) // before the call counts as answered
+		}
 		r.calling.Store(0)
 		r.t.calls.release()
 		if err != nil {
@@ -213,6 +250,7 @@ func (r *reader) run(ctx context.Context) error {
 			// back-pressure, and the page is never thrown away for it.
 			more, err = r.t.deliverBatch(r, batch)
 		}
+		r.holding.Store(false)
 		ticket.drop()
 		weight = int64(size)
 		if err != nil {
@@ -270,7 +308,7 @@ func (r *reader) callFailed(ctx context.Context, err error, attempt time.Time, f
 		// Never drop: wait and ask again with the same iterator.
 		f.throttles++
 		warn("shard %s has been throttled for %s: other consumers share its 5 GetRecords calls and 2 MiB per second; tail keeps asking and loses nothing")
-		d := backoff(r.rand, throttleBackoffMin, throttleBackoffMax, f.throttles)
+		d := pacing.AfterThrottle(r.rand, f.throttles)
 		r.logf("throttled, retrying in %s", d.Round(time.Millisecond))
 		r.next = attempt.Add(d)
 	case errors.As(err, &exp):
@@ -311,6 +349,7 @@ func (r *reader) pace(out *kinesis.GetRecordsOutput, size int, attempt time.Time
 		// Catching up: next call as soon as the quotas allow.
 		r.next = attempt.Add(max(r.t.opts.minInterval, time.Duration(float64(size)/readBytesPerSecond*float64(time.Second))))
 		r.setTip(false)
+		r.endWait.since = time.Time{} // progress
 	case behind:
 		// Empty but behind: data lies further on; keep going.
 		r.setTip(false)
@@ -324,7 +363,11 @@ func (r *reader) pace(out *kinesis.GetRecordsOutput, size int, attempt time.Time
 			r.next = attempt.Add(r.t.opts.minInterval)
 		}
 		// A shard known to be closed is not "at its tip" until it ends.
-		r.setTip(!r.closed.Load())
+		closed := r.closed.Load()
+		if closed {
+			r.waitingForEnd(attempt)
+		}
+		r.setTip(!closed)
 	}
 }
 
@@ -481,7 +524,7 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 	case types.ShardIteratorTypeAtTimestamp:
 		in.Timestamp = aws.Time(sp.ts)
 	}
-	failures, warned := 0, false
+	failures, throttles, warned := 0, 0, false
 	var failingSince time.Time
 	for {
 		if err := kstream.Sleep(ctx, r.nextIterator.Sub(r.t.now())); err != nil {
@@ -531,7 +574,12 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 				warned = true
 				r.t.opts.Warnf("shard %s: GetShardIterator has failed for %s (%v); tail keeps asking", r.id, attempt.Sub(failingSince).Round(time.Second), err)
 			}
-			r.nextIterator = attempt.Add(max(r.t.opts.minInterval, backoff(r.rand, errorBackoffMin, throttleBackoffMax, failures)))
+			d := backoff(r.rand, errorBackoffMin, errorBackoffMax, failures)
+			if errors.As(err, &pte) {
+				throttles++
+				d = pacing.AfterThrottle(r.rand, throttles)
+			}
+			r.nextIterator = attempt.Add(max(r.t.opts.minInterval, d))
 		default:
 			return "", fmt.Errorf("shard %s: %w", r.id, err)
 		}

@@ -61,3 +61,13 @@ func (r *Record) position() Position {
 // Calls are serialised; a record counts as delivered once DeliverFunc has
 // returned nil for its batch. An error stops the tail.
 type DeliverFunc func(batch []Record) error
+
+// WriteFunc writes a batch out as a DeliverFunc does, and reports as it
+// goes: written(n) says the batch's first n records have left the process
+// (n grows from call to call). The position then follows the output
+// within a batch: one page of 10,000 records, or all the log events of
+// its CloudWatch Logs batches, takes seconds to drain into a slow stdout,
+// and a checkpoint that waited for the whole batch would replay all of it
+// after a crash. The records reported count as delivered even when the
+// call then fails; the rest count once it returns nil.
+type WriteFunc func(batch []Record, written func(n int)) error

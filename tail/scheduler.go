@@ -25,7 +25,7 @@ type Tailer struct {
 	api     API
 	store   Store
 	opts    Options
-	deliver DeliverFunc
+	deliver WriteFunc
 
 	// deliverMu serialises deliveries; it is held while DeliverFunc
 	// writes, so a slow stdout holds up the other readers' deliveries but
@@ -47,10 +47,13 @@ type Tailer struct {
 	calls   callSlots     // calls the readers have in flight
 
 	// The scheduler's own state.
-	shards        map[string]*shardState
-	initialPass   bool
-	discovering   bool // a relist to find children of an ended shard is due
-	idleListed    bool // the listing before an idle exit was taken
+	shards      map[string]*shardState
+	initialPass bool
+	discovering bool // a relist to find children of an ended shard is due
+	idleListed  bool // the listing before an idle exit was taken
+	// What --idle-exit last waited on, and when --debug said it.
+	idleWhy       string
+	idleWhyAt     time.Time
 	listing       bool // a relist is running
 	retryList     *time.Timer
 	readers       sync.WaitGroup
@@ -90,8 +93,21 @@ type fullEvent struct{}
 // for others; it is started again once a renewal is answered.
 var errLeaseExpired = errors.New("lease may have expired")
 
-// New prepares a tail; nothing is called until Run.
+// New prepares a tail; nothing is called until Run. Its position moves
+// once deliver has written a whole batch.
 func New(api API, store Store, opts Options, deliver DeliverFunc) *Tailer {
+	return NewWriting(api, store, opts, func(batch []Record, written func(int)) error {
+		if err := deliver(batch); err != nil {
+			return err
+		}
+		written(len(batch))
+		return nil
+	})
+}
+
+// NewWriting prepares a tail whose position follows what write reports
+// written, record by record (see WriteFunc).
+func NewWriting(api API, store Store, opts Options, deliver WriteFunc) *Tailer {
 	opts.defaults()
 	t := &Tailer{api: api, store: store, opts: opts, deliver: deliver,
 		events: make(chan event, 64), stopped: make(chan struct{}), shards: map[string]*shardState{},
@@ -340,6 +356,19 @@ func fatalListError(err error) bool {
 	return errors.As(err, &nf) || errors.As(err, &ad)
 }
 
+// idleWait says with --debug what --idle-exit waits on: when it changes,
+// and every idleWhyEvery while it stays the same.
+func (t *Tailer) idleWait(why string) {
+	now := t.now()
+	if why == t.idleWhy && now.Sub(t.idleWhyAt) < idleWhyEvery {
+		return
+	}
+	t.idleWhy, t.idleWhyAt = why, now
+	t.opts.Logf("--idle-exit waits for %s", why)
+}
+
+const idleWhyEvery = 10 * time.Second
+
 // touch restarts the idle clock.
 func (t *Tailer) touch() {
 	t.mu.Lock()
@@ -351,13 +380,14 @@ func (t *Tailer) touch() {
 // no shard waits to be discovered or started, and nothing was delivered for
 // IdleExit.
 func (t *Tailer) idle(ctx context.Context) bool {
-	busy := func() bool {
+	busy := func(format string, args ...any) bool {
 		t.idleListed = false
 		t.touch()
+		t.idleWait(fmt.Sprintf(format, args...))
 		return false
 	}
 	if t.discovering || t.endedWithoutChildren() {
-		return busy()
+		return busy("the children of a shard that ended, not listed yet")
 	}
 	if t.lease != nil && t.lease.stalled() {
 		// Not known to be idle until the table answers; the clock goes
@@ -365,7 +395,7 @@ func (t *Tailer) idle(ctx context.Context) bool {
 		return false
 	}
 	if t.lease != nil && t.lease.busy() {
-		return busy() // a checkpoint of ours is still to be written
+		return busy("a checkpoint to write to the lease table")
 	}
 	for _, s := range t.shards {
 		switch s.status {
@@ -374,10 +404,15 @@ func (t *Tailer) idle(ctx context.Context) bool {
 				if t.lease.current() {
 					continue // another worker reads it
 				}
-				return busy() // ours or not: the next sync says
+				return busy("the next lease sync, to know whose shard %s is", s.id)
 			}
-			return busy()
+			return busy("shard %s, to be read once its parents are", s.id)
 		case statusRunning:
+			if s.rd.holding.Load() {
+				// Fetched records not written yet (a slow stdout): the
+				// idle clock starts once they are.
+				return busy("shard %s: records fetched and not written out yet", s.id)
+			}
 			if s.failing || s.rd.unanswered(t.now(), t.opts.PollInterval) {
 				// Not known to be at its tip until a call succeeds (or
 				// while one goes unanswered for longer than a poll); the
@@ -386,8 +421,11 @@ func (t *Tailer) idle(ctx context.Context) bool {
 			}
 			// A shard the listing shows closed has children to come: it is
 			// not at its tip until its reader reaches the end.
-			if !s.atTip || (s.closed && !s.ended) {
-				return busy()
+			switch {
+			case s.closed && !s.ended:
+				return busy("shard %s: closed, and its reader has not reached its end (its children wait for it)", s.id)
+			case !s.atTip:
+				return busy("shard %s: its reader is behind the tip", s.id)
 			}
 		}
 	}

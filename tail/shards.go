@@ -350,6 +350,10 @@ func (t *Tailer) stopReader(s *shardState) {
 // serialised; after MaxRecords nothing more is delivered, nor after the
 // reader's lease may have expired. It returns false when the reader is to
 // stop.
+//
+// The position follows what the writer reports written (WriteFunc), record
+// by record, a KPL user record and a log event included: behind a slow
+// stdout it trails the output by one write, never by a whole page.
 func (t *Tailer) deliverBatch(r *reader, batch []Record) (bool, error) {
 	if t.opts.KeyName != "" {
 		// --key: the shards hold other keys too; only this key's records
@@ -383,29 +387,31 @@ func (t *Tailer) deliverBatch(r *reader, batch []Record) (bool, error) {
 		out = out[:t.opts.MaxRecords-delivered]
 		full = true
 	}
+	// read: the items of batch counted as read so far; wrote: the items of
+	// out written. The records Select dropped count as read up to the
+	// last one written, and after it once the whole batch is written; when
+	// MaxRecords cut the batch, nothing after the last one written counts,
+	// so that nothing unprinted is skipped by the next run.
+	read, wrote := 0, 0
+	written := func(n int) {
+		if n <= wrote || n > len(out) || r.revoked.Load() {
+			return // a lease lost mid-batch: nothing more is recorded
+		}
+		upTo := indexFrom(batch[:decided], read, &out[n-1]) + 1
+		if n == len(out) && !full {
+			upTo = decided
+		}
+		t.recordRead(r, batch, read, upTo, n-wrote)
+		read, wrote = upTo, n
+	}
 	if len(out) > 0 {
-		if err := t.deliver(out); err != nil {
+		if err := t.deliver(out, written); err != nil {
 			return false, err
 		}
+		written(len(out))
 	}
-	// Read so far: every decided record, those Select dropped included;
-	// when MaxRecords cut the batch, up to the last one written out, so
-	// that nothing unprinted is skipped by the next run.
-	read := decided
-	if full {
-		read = lastIndexOf(batch[:decided], &out[len(out)-1]) + 1
-	}
-	if read > 0 {
-		pos := batch[read-1].position()
-		// A copy: a page's strings share blocks, which the map would keep.
-		pos.SequenceNumber = strings.Clone(pos.SequenceNumber)
-		t.mu.Lock()
-		t.delivered += int64(len(out))
-		t.dropped += int64(read - len(out))
-		t.positions[r.id] = pos
-		t.dirty = true
-		t.lastActivity = t.now()
-		t.mu.Unlock()
+	if !full && read < decided && !r.revoked.Load() {
+		t.recordRead(r, batch, read, decided, 0) // all dropped by Select
 	}
 	if full {
 		t.mu.Lock()
@@ -418,17 +424,37 @@ func (t *Tailer) deliverBatch(r *reader, batch []Record) (bool, error) {
 	return decided == len(batch), nil
 }
 
-// lastIndexOf finds the item rec is (the same record, user record and log
-// event) in batch, from the end; every item of a page is there once.
-func lastIndexOf(batch []Record, rec *Record) int {
-	for i := len(batch) - 1; i >= 0; i-- {
+// recordRead moves the reader's position past batch[from:to], of which
+// written were written out (the rest Select dropped).
+func (t *Tailer) recordRead(r *reader, batch []Record, from, to, written int) {
+	if to <= from {
+		return
+	}
+	pos := batch[to-1].position()
+	// A copy: a page's strings share blocks, which the map would keep.
+	pos.SequenceNumber = strings.Clone(pos.SequenceNumber)
+	t.mu.Lock()
+	t.delivered += int64(written)
+	t.dropped += int64(to - from - written)
+	t.positions[r.id] = pos
+	t.dirty = true
+	t.lastActivity = t.now()
+	t.mu.Unlock()
+}
+
+// indexFrom finds the item rec is (the same record, user record and log
+// event) in batch, from index from on: what Select returns is a
+// subsequence of the batch, in order, so successive searches together go
+// over the batch once.
+func indexFrom(batch []Record, from int, rec *Record) int {
+	for i := from; i < len(batch); i++ {
 		b := &batch[i]
 		if b.SequenceNumber == rec.SequenceNumber && b.SubSequence == rec.SubSequence && (b.Log == nil) == (rec.Log == nil) &&
 			(b.Log == nil || b.Log.Index == rec.Log.Index) {
 			return i
 		}
 	}
-	return -1 // not reached (out holds items of batch); nothing counts as read
+	return from - 1 // not reached (out holds items of batch): nothing more counts as read
 }
 
 // markEnd records SHARD_END for a shard whose every record was delivered.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/pacing"
 )
 
 // API is the part of the Kinesis client a Reader uses; *kinesis.Client
@@ -44,8 +45,6 @@ const (
 	defaultInUseBackoff = time.Second
 	defaultRetryBackoff = 250 * time.Millisecond
 	maxBackoff          = 5 * time.Second
-	throttleBackoff     = time.Second
-	maxThrottleBackoff  = 10 * time.Second
 )
 
 // Options configure a Reader. ConsumerARN, ShardID and Start are required.
@@ -83,6 +82,11 @@ type Options struct {
 	// Logf receives the debug lines: each call with its starting
 	// position, and each subscription's end with its events and records.
 	Logf func(format string, args ...any)
+	// AwaitRoom, when set, is called after deliver answered ErrNoRoom, with
+	// the subscription closed: it returns once the caller has room for an
+	// event again (or with ctx's error), and the reader subscribes again
+	// from where it was.
+	AwaitRoom func(ctx context.Context) error
 	// OnFailure, when set, is called from Run's goroutine each time a call
 	// or a subscription failed (refusals included), with what failed,
 	// before the reader waits to subscribe again (or gives up): until the
@@ -159,7 +163,10 @@ type Stats struct {
 	// caller repeat itself).
 	Duplicates int
 	InUse      int // ResourceInUseException answers, from calls and streams
-	Failures   int // failed calls and streams of every other kind
+	// Pauses are subscriptions closed because deliver had no room for an
+	// event (ErrNoRoom).
+	Pauses   int
+	Failures int // failed calls and streams of every other kind
 }
 
 // Reader reads one shard through SubscribeToShard, from its starting
@@ -181,6 +188,7 @@ type Reader struct {
 	failures   int
 	inUseSince time.Time // of the current run of ResourceInUseException
 	inUseTries int
+	rng        *rand.Rand // the jitter of the waits
 
 	mu    sync.Mutex
 	stats Stats
@@ -191,7 +199,7 @@ func NewReader(api API, o Options) (*Reader, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &Reader{api: api, o: o, name: ConsumerName(o.ConsumerARN)}, nil
+	return &Reader{api: api, o: o, name: ConsumerName(o.ConsumerARN), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, nil
 }
 
 // Stats returns the counts so far; safe to call while Run runs.
@@ -254,6 +262,15 @@ func (r *Reader) Run(ctx context.Context, deliver func(context.Context, Batch) e
 		}
 		res := r.subscribe(ctx, pos, deliver)
 		switch {
+		case res.paused:
+			r.count(func(s *Stats) { s.Pauses++ })
+			r.logf("no room for subscription #%d's next event (the output is behind); subscription closed until there is", res.n)
+			if r.o.AwaitRoom != nil {
+				if err := r.o.AwaitRoom(ctx); err != nil {
+					return nil, err
+				}
+			}
+			continue
 		case res.deliverErr != nil:
 			return nil, res.deliverErr
 		case ctx.Err() != nil:
@@ -285,7 +302,16 @@ type result struct {
 	end      *End
 	// deliverErr is deliver's error, which stops the reader.
 	deliverErr error
+	// paused: deliver had no room for an event (ErrNoRoom).
+	paused bool
 }
+
+// ErrNoRoom is what deliver answers for an event it has no room for now
+// (its caller's memory budget is spent, behind a slow output). The event
+// is not handed over: Run closes the subscription, so that a stalled
+// caller stops the intake instead of holding an event per shard, waits for
+// Options.AwaitRoom, and subscribes again from just before that event.
+var ErrNoRoom = errors.New("no room for the event")
 
 // after decides, from how a subscription ended, how long to wait before
 // the next one, or that the reader gives up.
@@ -341,11 +367,11 @@ func (r *Reader) after(res result) (time.Duration, error) {
 		if r.failures > r.o.MaxFailures {
 			return 0, fmt.Errorf("shard %s: SubscribeToShard of consumer %s failed %d times in a row: %w", r.o.ShardID, r.name, r.failures, res.err)
 		}
-		lo, hi := r.o.RetryBackoff, maxBackoff
+		d := r.backoff(r.o.RetryBackoff, maxBackoff, r.failures)
 		if kind == kindThrottled {
-			lo, hi = max(lo, throttleBackoff), maxThrottleBackoff
+			// Refused for the rest of the second: never sooner than one.
+			d = max(d, pacing.AfterThrottle(r.rng, r.failures))
 		}
-		d := r.backoff(lo, hi, r.failures)
 		what := "SubscribeToShard"
 		if res.opened {
 			what = fmt.Sprintf("subscription #%d", res.n)
@@ -369,7 +395,7 @@ func (r *Reader) backoff(lo, hi time.Duration, attempt int) time.Duration {
 		d *= 2
 	}
 	d = min(d, hi)
-	return d/2 + rand.N(d/2+1)
+	return d/2 + time.Duration(r.rng.Int64N(int64(d/2)+1))
 }
 
 // subscribe makes one call and reads its stream to the end.
@@ -433,7 +459,11 @@ func (r *Reader) subscribe(ctx context.Context, pos Position, deliver func(conte
 			}
 			idle.Stop()
 			if err := r.handle(ctx, &e.Value, &res, deliver); err != nil {
-				res.deliverErr = err
+				if errors.Is(err, ErrNoRoom) {
+					res.paused = true
+				} else {
+					res.deliverErr = err
+				}
 				return res
 			}
 			if res.end != nil {
@@ -452,13 +482,13 @@ func (r *Reader) subscribe(ctx context.Context, pos Position, deliver func(conte
 
 // handle hands one event over and moves the resume point past it.
 func (r *Reader) handle(ctx context.Context, ev *types.SubscribeToShardEvent, res *result, deliver func(context.Context, Batch) error) error {
-	res.events++
 	recs, dups := r.fresh(ev.Records)
 	b := Batch{ShardID: r.o.ShardID, Records: recs, MillisBehindLatest: aws.ToInt64(ev.MillisBehindLatest),
 		Continuation: aws.ToString(ev.ContinuationSequenceNumber), Subscription: res.n}
 	if err := deliver(ctx, b); err != nil {
-		return err
+		return err // ErrNoRoom included: not handed over, nothing moves
 	}
+	res.events++
 	if n := len(recs); n > 0 {
 		r.delivered = true
 		r.lastSeq = aws.ToString(recs[n-1].SequenceNumber)
@@ -496,6 +526,8 @@ func (r *Reader) fresh(recs []types.Record) ([]types.Record, int) {
 
 func endReason(res result) string {
 	switch {
+	case res.paused:
+		return "no room for its next event"
 	case res.deliverErr != nil:
 		return "stopped"
 	case res.end != nil:

@@ -29,6 +29,9 @@ type Fake struct {
 	KinesaliteEnd bool
 	// NoChildShards drops ChildShards from end-of-shard responses.
 	NoChildShards bool
+	// NeverEnd: a closed shard's GetRecords never says it ended (no nil
+	// iterator, no ChildShards), as moto answers.
+	NeverEnd bool
 	// Hook runs before every call (op is the operation name, in its input);
 	// a non-nil error is returned instead of the call's result.
 	Hook func(op string, in any) error
@@ -506,7 +509,7 @@ func (f *Fake) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, _ ..
 		behind = 1000
 	}
 	out.MillisBehindLatest = aws.Int64(behind)
-	atEnd := sh.Closed && end == len(sh.Records)
+	atEnd := sh.Closed && end == len(sh.Records) && !f.NeverEnd
 	switch {
 	case atEnd && f.KinesaliteEnd && !pendingEnd && len(out.Records) > 0:
 		out.NextShardIterator = iterator(s.Name, sh.ID, end, true)

@@ -50,6 +50,28 @@ type randomHistory struct {
 	mu      sync.Mutex
 	written map[string][]string
 	keys    int
+	// shape of the Kinesis records: "plain" (one payload each), "kpl"
+	// (KPL aggregates of one to four user records of a key) or "cwlogs"
+	// (CloudWatch Logs batches of one to four log events of a key).
+	shape string
+	tb    testing.TB
+}
+
+// write puts payloads of key k as one Kinesis record of the history's
+// shape (plain: one payload).
+func (h *randomHistory) write(k string, payloads []string) {
+	switch h.shape {
+	case "kpl":
+		var recs []UserRecord
+		for _, p := range payloads {
+			recs = append(recs, UserRecord{PartitionKey: k, Data: []byte(p)})
+		}
+		h.fake.Put("s", k, aggregate([]string{k}, nil, recs))
+	case "cwlogs":
+		h.fake.Put("s", k, cwBatch(h.tb, payloads...))
+	default:
+		h.fake.Put("s", k, []byte(payloads[0]))
+	}
 }
 
 func (h *randomHistory) step() {
@@ -59,9 +81,17 @@ func (h *randomHistory) step() {
 	case r < 6:
 		for range 1 + h.rng.IntN(8) {
 			k := "k" + strconv.Itoa(h.rng.IntN(h.keys))
-			p := fmt.Sprintf("%s#%d", k, len(h.written[k]))
-			h.fake.Put("s", k, []byte(p))
-			h.written[k] = append(h.written[k], p)
+			n := 1
+			if h.shape != "plain" {
+				n += h.rng.IntN(4)
+			}
+			var ps []string
+			for range n {
+				p := fmt.Sprintf("%s#%d", k, len(h.written[k]))
+				ps = append(ps, p)
+				h.written[k] = append(h.written[k], p)
+			}
+			h.write(k, ps)
 		}
 	case r < 8:
 		open := h.fake.OpenShards("s")
@@ -100,16 +130,19 @@ func shardRange(f *fake.Fake, id string) (*big.Int, *big.Int) {
 }
 
 // Random reshard histories, random keyed writes interleaved with the tail,
-// random crash points: across the runs every record is delivered at least
-// once, each key's records come out in write order in every run (and with
-// no gap or repeat inside a run), and each restart replays no more than
-// what the crashed run delivered after its last checkpoint. The runs of a
-// seed poll, subscribe (enhanced fan-out), or take turns on the same
-// checkpoint.
+// random crash points (between writes, or in the middle of a page once
+// part of it was written): across the runs every record is delivered at
+// least once, each key's records come out in write order in every run
+// (and with no gap or repeat inside a run), and each restart replays no
+// more than what the crashed run wrote after its last checkpoint. The runs
+// of a seed poll, subscribe (enhanced fan-out), or take turns on the same
+// checkpoint; the records are plain, KPL aggregates or CloudWatch Logs
+// batches (--cwlogs), and some seeds drop records with a filter (they
+// count as read, and are never printed) or stop runs with --max-records.
 func TestPropertyCrashResume(t *testing.T) {
-	seeds := 25
+	seeds := 36
 	if testing.Short() {
-		seeds = 5
+		seeds = 6
 	}
 	for seed := range seeds {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
@@ -120,7 +153,11 @@ func TestPropertyCrashResume(t *testing.T) {
 			f.KinesaliteEnd = seed%3 == 1
 			f.NoChildShards = seed%3 == 2
 			f.AddStream("s", 1+rng.IntN(4))
-			h := &randomHistory{rng: rand.New(rand.NewPCG(uint64(seed), 7)), fake: f, written: map[string][]string{}, keys: 6}
+			shape := []string{"plain", "kpl", "cwlogs"}[seed%3]
+			filtered := seed%5 == 2   // a filter drops every fourth payload of a key
+			maxRecords := seed%5 == 3 // runs stop at --max-records (or crash first)
+			slowOut := seed%2 == 0
+			h := &randomHistory{rng: rand.New(rand.NewPCG(uint64(seed), 7)), fake: f, written: map[string][]string{}, keys: 6, shape: shape, tb: t}
 			for range 10 {
 				h.step()
 			}
@@ -145,8 +182,7 @@ func TestPropertyCrashResume(t *testing.T) {
 				unsaved := 0
 				saved := store.Saved()
 				for _, r := range seen {
-					p := saved[r.ShardID]
-					if !p.ShardEnd && (p.SequenceNumber == "" || compareSequence(r.SequenceNumber, p.SequenceNumber) > 0) {
+					if beyond(r, saved[r.ShardID]) {
 						unsaved++
 					}
 				}
@@ -157,20 +193,43 @@ func TestPropertyCrashResume(t *testing.T) {
 					delivered []Record
 				)
 				crashAfter := 5 + rng.IntN(60)
-				deliver := func(batch []Record) error {
+				// The writer reports every record it wrote, and the crash
+				// may come in the middle of a batch.
+				write := func(batch []Record, written func(int)) error {
 					mu.Lock()
 					defer mu.Unlock()
-					if !last && len(delivered) >= crashAfter {
-						cs.crash()
-						return errCrash
-					}
-					for _, r := range batch {
+					for i, r := range batch {
+						if !last && len(delivered) >= crashAfter {
+							cs.crash()
+							return errCrash
+						}
+						if slowOut {
+							// A slow stdout: checkpoints are saved while a
+							// batch is being written.
+							time.Sleep(2 * time.Millisecond)
+						}
 						r.Data = append([]byte(nil), r.Data...)
 						delivered = append(delivered, r)
+						written(i + 1)
 					}
 					return nil
 				}
 				opts := fastOptions()
+				opts.CWLogs = shape == "cwlogs"
+				if filtered {
+					opts.Select = func(_ context.Context, batch []Record) ([]Record, int) {
+						var out []Record
+						for _, r := range batch {
+							if _, n := splitPayload(t, payloadOf(r)); n%4 != 3 {
+								out = append(out, r)
+							}
+						}
+						return out, len(batch)
+					}
+				}
+				if maxRecords && !last {
+					opts.MaxRecords = int64(3 + rng.IntN(40))
+				}
 				opts.CheckpointInterval = time.Duration(5+rng.IntN(40)) * time.Millisecond
 				opts.Limit = int32(1 + rng.IntN(6))
 				if !last {
@@ -202,7 +261,7 @@ func TestPropertyCrashResume(t *testing.T) {
 					})
 				}
 				w.kind = kindOf(run)
-				_, err := New(f, cs, w.with(opts), deliver).Run(ctx)
+				res, err := NewWriting(f, cs, w.with(opts), write).Run(ctx)
 				close(stopWriter)
 				wg.Wait()
 				cancel()
@@ -212,22 +271,29 @@ func TestPropertyCrashResume(t *testing.T) {
 				if !last && err != nil && !errors.Is(err, errCrash) {
 					t.Fatalf("run %d: %v", run, err)
 				}
-				if !last && err == nil && ctx.Err() == nil {
-					t.Fatalf("run %d ended without crashing", run)
+				if !last && err == nil && ctx.Err() == nil && res.Reason != StopMaxRecords {
+					t.Fatalf("run %d ended without crashing (%v)", run, res.Reason)
 				}
 				// Within a run: per key, consecutive and increasing.
 				lastIdx := map[string]int{}
 				replays := 0
 				for _, r := range delivered {
-					key, n := splitPayload(t, string(r.Data))
-					if p, ok := lastIdx[key]; ok && n != p+1 {
+					key, n := splitPayload(t, payloadOf(r))
+					if filtered && n%4 == 3 {
+						t.Fatalf("run %d: %s printed, although the filter drops it", run, payloadOf(r))
+					}
+					next := n - 1
+					if filtered && next%4 == 3 {
+						next-- // the one before was dropped
+					}
+					if p, ok := lastIdx[key]; ok && p != next {
 						t.Fatalf("run %d: key %s jumped from #%d to #%d", run, key, p, n)
 					}
 					lastIdx[key] = n
-					if _, ok := seen[string(r.Data)]; ok {
+					if _, ok := seen[payloadOf(r)]; ok {
 						replays++
 					}
-					seen[string(r.Data)] = r
+					seen[payloadOf(r)] = r
 				}
 				if replays > unsaved {
 					t.Fatalf("run %d replayed %d records; only %d delivered records were beyond the checkpoint", run, replays, unsaved)
@@ -235,6 +301,9 @@ func TestPropertyCrashResume(t *testing.T) {
 			}
 			for k, want := range h.written {
 				for _, p := range want {
+					if _, n := splitPayload(t, p); filtered && n%4 == 3 {
+						continue
+					}
 					if _, ok := seen[p]; !ok {
 						t.Fatalf("key %s: %s never delivered", k, p)
 					}
@@ -242,6 +311,36 @@ func TestPropertyCrashResume(t *testing.T) {
 			}
 		})
 	}
+}
+
+// payloadOf is what a delivered item carries: a log event's message, or
+// the record's (or user record's) data.
+func payloadOf(r Record) string {
+	if r.Log != nil {
+		return r.Log.Message
+	}
+	return string(r.Data)
+}
+
+// beyond reports whether a delivered item lies past the saved position p
+// of its shard: a later record, or a later user record of the aggregate
+// or log event of the batch p stopped inside.
+func beyond(r Record, p Position) bool {
+	if p.ShardEnd {
+		return false
+	}
+	if p.SequenceNumber == "" {
+		return true
+	}
+	switch c := compareSequence(r.SequenceNumber, p.SequenceNumber); {
+	case c != 0:
+		return c > 0
+	case p.Aggregated:
+		return r.SubSequence > p.SubSequence
+	case p.InBatch:
+		return r.Log != nil && r.Log.Index > p.LogEventIndex
+	}
+	return false
 }
 
 func splitPayload(t *testing.T, p string) (string, int) {

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -156,6 +157,8 @@ func wordErrorRaw(err error, ec errContext) string {
 			return fmt.Sprintf("timed out waiting for the %s endpoint %s", service, endpoint)
 		}
 		return fmt.Sprintf("timed out waiting for the %s endpoint", service)
+	case errors.As(err, &respErr) && respErr.HTTPStatusCode() >= 500:
+		return serverFailure(err, respErr, service, endpoint)
 	case errors.As(err, &respErr) && (!errors.As(err, &apiErr) || apiErr.ErrorCode() == "UnknownError"):
 		// An answer without an error code of the API, or one that does
 		// not decode: a web server, a proxy or a load balancer, not the
@@ -177,6 +180,39 @@ func wordErrorRaw(err error, ec errContext) string {
 		return apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
 	}
 	return err.Error()
+}
+
+// serverFailure words a 5xx: the server failed, whatever the form of its
+// answer (a crashed handler answers plain text, a load balancer HTML), so
+// the line says what it answered and how often it was asked, and does not
+// send the user after their configuration.
+func serverFailure(err error, respErr *smithyhttp.ResponseError, service, endpoint string) string {
+	if r := respErr.Response; r != nil && r.Response != nil && r.Request != nil && r.Request.URL != nil {
+		endpoint = r.Request.URL.Scheme + "://" + r.Request.URL.Host
+	}
+	if endpoint == "" {
+		endpoint = "its endpoint"
+	}
+	status := respErr.HTTPStatusCode()
+	var b strings.Builder
+	fmt.Fprintf(&b, "the %s server at %s failed: it answered HTTP %d %s", service, endpoint, status, http.StatusText(status))
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode() != "" && apiErr.ErrorCode() != "UnknownError" {
+		b.WriteString(", " + apiErr.ErrorCode())
+		if m := apiErr.ErrorMessage(); m != "" && m != apiErr.ErrorCode() {
+			b.WriteString(": " + m)
+		}
+	}
+	var withID interface{ ServiceRequestID() string }
+	if errors.As(err, &withID) && withID.ServiceRequestID() != "" {
+		b.WriteString(" (request id " + withID.ServiceRequestID() + ")")
+	}
+	var maxErr *retry.MaxAttemptsError
+	if errors.As(err, &maxErr) && maxErr.Attempt > 1 {
+		fmt.Fprintf(&b, ", after %d attempts", maxErr.Attempt)
+	}
+	b.WriteString("; the failure is the server's, not the request's: try again later")
+	return b.String()
 }
 
 // outcomeUnknownError is a call that changes the stream and got no answer

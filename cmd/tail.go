@@ -101,8 +101,13 @@ stream under $XDG_STATE_HOME/kinesis-shards (~/.local/state/kinesis-shards),
 shown by --debug. It records per shard the last record written out, or
 SHARD_END, is written atomically at most every --checkpoint-interval, at
 every SHARD_END and at exit, is private (0600), locked against a second
-tail, and refused for another stream. After a crash at most the last
---checkpoint-interval of records is written again; none is lost.
+tail, and refused for another stream. It follows the output write by
+write (64 KiB at most), so after a crash at most the last
+--checkpoint-interval of output is written again, however slowly stdout
+drains; none is lost. It belongs to the options that change what is
+printed: --key or --shard, --filter, --jq, --cwlogs and --decompress. A run
+with other options is refused on the same file, naming the option that
+differs, and gets a default file of its own.
 
 Output (--format, or -o): json lines (the default when stdout is not a
 terminal), raw payloads, or text (readable, coloured; the default on a
@@ -126,7 +131,8 @@ share, a worker silent for --lease-duration loses its leases to the others,
 and a child's lease is taken only when every parent lease is SHARD_END.
 
 Pacing: at most 5 GetRecords calls per second per shard, retries included;
-a caught-up shard is polled every --poll-interval. Ctrl-C stops reading,
+a caught-up shard is polled every --poll-interval; after a throttle the shard
+is left alone for at least a second (longer under repeated throttles). Ctrl-C stops reading,
 writes out what was read, saves the checkpoint and exits 130.
 
 Enhanced fan-out: --efo reads every shard through a consumer of its own
@@ -135,7 +141,7 @@ the shard's 5 GetRecords calls taken from the stream's other readers, and
 records printed as they arrive rather than at the next poll. The order, the
 checkpoint file (shared with polling runs) and every other flag work the
 same. The consumer is named for your user and host (and the run's --key,
---shard, --filter or --jq), registered (or reused) at the start and
+--shard, --filter, --jq, --cwlogs or --decompress), registered (or reused) at the start and
 deregistered at exit; --consumer NAME uses or creates that
 one and keeps it. A registered consumer is billed per consumer-shard hour
 and per GB read. Not with --lease-table.`,
@@ -442,6 +448,7 @@ func openTailStore(f *Factory, sum *kstream.Summary, o *TailOptions) (tail.Store
 	if o.jq != nil {
 		filter.Transform = o.JQ
 	}
+	filter.CWLogs, filter.Decompress = o.CWLogs, o.Decompress
 	store, err := tail.OpenFilteredFile(path, id, filter, func(w string) { fmt.Fprintln(f.IO.ErrOut, "warning: "+w) })
 	if err != nil {
 		return nil, "", err
@@ -464,10 +471,12 @@ func defaultCheckpointPath(sum *kstream.Summary, o *TailOptions) (string, error)
 	return filepath.Join(dir, "kinesis-shards", "checkpoints", account, region, sum.Name+o.filterSuffix()+".json"), nil
 }
 
-// filterSuffix names what a run reads of the stream, for the names of its
+// filterSuffix names what a run prints of the stream, for the names of its
 // default checkpoint file and consumer: "" for everything, else
-// ".key-<hash>" or ".shard-<n>", then ".jq-<hash>" for --filter or --jq.
-// Runs that read different things must not share either.
+// ".key-<hash>" or ".shard-<n>", then ".jq-<hash>" for --filter or --jq,
+// then ".cwlogs" and ".decompress" (what an expression sees and what one
+// printed line is: tail.Filter). Runs that print different things must
+// not share either.
 func (o *TailOptions) filterSuffix() string {
 	var name string
 	switch {
@@ -477,7 +486,14 @@ func (o *TailOptions) filterSuffix() string {
 	case o.Shard != "":
 		name = ".shard-" + lineage.ShortID(o.Shard)
 	}
-	return name + o.selectSuffix()
+	name += o.selectSuffix()
+	if o.CWLogs {
+		name += ".cwlogs"
+	}
+	if o.Decompress {
+		name += ".decompress"
+	}
+	return name
 }
 
 // stateDir is $XDG_STATE_HOME, else ~/.local/state (%LocalAppData% on

@@ -455,6 +455,9 @@ func TestTailConsumerNamePerFilter(t *testing.T) {
 		{"--key", "customer-42"}, {"--key", "customer-43"},
 		{"--filter", `.payload.level == "error"`}, {"--jq", ".payload"},
 		{"--shard", "shardId-000000000000", "--filter", `.payload.level == "error"`},
+		{"--cwlogs"}, {"--decompress"},
+		{"--filter", `.payload.level == "error"`, "--decompress"},
+		{"--filter", `.payload.level == "error"`, "--cwlogs"},
 	} {
 		n := name(args...)
 		if prev, dup := seen[n]; dup {

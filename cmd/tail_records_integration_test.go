@@ -341,7 +341,8 @@ func TestTailCWLogs(t *testing.T) {
 
 // Resume inside a batch after --max-records: a run stopped after log event
 // 3 resumes at event 4, inside a KPL aggregate of batches too; the file
-// says where (version 3 while inside a batch, version 1 again after).
+// says where (version 3 while inside a batch, version 2 after: a --cwlogs
+// run's file names the option, whose positions count log events).
 func TestTailCWLogsResumeAfterMaxRecords(t *testing.T) {
 	e, c, stream, env := oneShardStream(t)
 	putOneByOne(t, e, c, stream,
@@ -391,10 +392,10 @@ func TestTailCWLogsResumeAfterMaxRecords(t *testing.T) {
 	}
 	want := []step{
 		{[]string{"e0", "e1", "e2"}, 3, "SEQ0#2"},
-		{[]string{"e3", "e4", "e5"}, 1, "SEQ0"},
+		{[]string{"e3", "e4", "e5"}, 2, "SEQ0"},
 		{[]string{"a0", "a1", "b0"}, 3, "SEQ1/1#0"},
-		{[]string{"b1", "b2", "f0"}, 1, "SEQ2"},
-		{nil, 1, "SEQ2"},
+		{[]string{"b1", "b2", "f0"}, 2, "SEQ2"},
+		{nil, 2, "SEQ2"},
 	}
 	if fmt.Sprint(steps) != fmt.Sprint(want) {
 		t.Fatalf("runs of --max-records 3:\n got %v\nwant %v", steps, want)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 )
 
 // The checkpoint file format. Version 1:
@@ -57,15 +59,21 @@ const (
 	fileVersionInBatch  = 3
 )
 
-// Filter is what a checkpoint file's run read of the stream: the --key or
-// --shard (at most one), and the --filter and --jq expressions, whose
-// positions move past the records they drop; the zero value is
-// everything.
+// Filter is the identity of what a checkpoint file's run printed: the
+// --key or --shard (at most one); the --filter and --jq expressions, whose
+// positions move past the records they drop; and the options that change
+// what an expression sees and what counts as one printed line: --cwlogs
+// (a log event, with positions inside a batch) and --decompress (the
+// payload unpacked). The output format is not part of it: it changes how
+// a line looks, never which lines there are. The zero value is everything,
+// as stored.
 type Filter struct {
-	Key       string `json:"key,omitempty"`    // a partition key
-	Shard     string `json:"shard,omitempty"`  // a shard id
-	Select    string `json:"filter,omitempty"` // a --filter expression
-	Transform string `json:"jq,omitempty"`     // a --jq expression
+	Key        string `json:"key,omitempty"`        // a partition key
+	Shard      string `json:"shard,omitempty"`      // a shard id
+	Select     string `json:"filter,omitempty"`     // a --filter expression
+	Transform  string `json:"jq,omitempty"`         // a --jq expression
+	CWLogs     bool   `json:"cwlogs,omitempty"`     // --cwlogs
+	Decompress bool   `json:"decompress,omitempty"` // --decompress
 }
 
 func (f Filter) String() string {
@@ -82,10 +90,37 @@ func (f Filter) String() string {
 	if f.Transform != "" {
 		parts = append(parts, "--jq "+strconv.Quote(f.Transform))
 	}
+	if f.CWLogs {
+		parts = append(parts, "--cwlogs")
+	}
+	if f.Decompress {
+		parts = append(parts, "--decompress")
+	}
 	if len(parts) == 0 {
-		return "no --key, --shard, --filter or --jq"
+		return "none of --key, --shard, --filter, --jq, --cwlogs and --decompress"
 	}
 	return strings.Join(parts, " ")
+}
+
+// differs names the options in which f and g differ, in flag order.
+func (f Filter) differs(g Filter) []string {
+	var out []string
+	for _, o := range []struct {
+		name string
+		same bool
+	}{
+		{"--key", f.Key == g.Key},
+		{"--shard", f.Shard == g.Shard},
+		{"--filter", f.Select == g.Select},
+		{"--jq", f.Transform == g.Transform},
+		{"--cwlogs", f.CWLogs == g.CWLogs},
+		{"--decompress", f.Decompress == g.Decompress},
+	} {
+		if !o.same {
+			out = append(out, o.name)
+		}
+	}
+	return out
 }
 
 // valid: at most one of key and shard, and something.
@@ -99,8 +134,8 @@ var (
 	ErrLocked  = errors.New("checkpoint file is in use")
 	ErrForeign = errors.New("checkpoint file belongs to another stream")
 	ErrCorrupt = errors.New("checkpoint file is not valid")
-	// ErrFilter: the file was written with another --key or --shard.
-	ErrFilter = errors.New("checkpoint file was written with another filter")
+	// ErrFilter: the file was written with other options (Filter).
+	ErrFilter = errors.New("checkpoint file was written with other options")
 )
 
 // LockedError says another process holds the checkpoint file.
@@ -343,8 +378,13 @@ func readCheckpoint(path string, id StreamIdentity, filter Filter) (map[string]P
 			ErrForeign, path, fileID.ARN, formatCreated(fileID.Created), id.ARN, formatCreated(id.Created))
 	}
 	if fileFilter != filter {
-		return nil, fmt.Errorf("%w: %s was written by a tail with %s, and this one has %s; a filtered run skips the other records, so the two cannot share a file: use another --checkpoint file",
-			ErrFilter, path, fileFilter, filter)
+		d := fileFilter.differs(filter)
+		verb := "differs"
+		if len(d) > 1 {
+			verb = "differ"
+		}
+		return nil, fmt.Errorf("%w: %s was written by a tail with %s, and this one has %s; %s %s, and a run that prints other records cannot resume from its positions: run with the file's options, or use another --checkpoint file",
+			ErrFilter, path, fileFilter, filter, text.List(d, 0), verb)
 	}
 	return out, nil
 }
@@ -363,9 +403,9 @@ func decodeCheckpoint(b []byte) (*fileDoc, error) {
 	case doc.Version == fileVersion && doc.Filter != nil:
 		return nil, errors.New("a filter in a version 1 file")
 	case doc.Version == fileVersionFiltered && !oneFilter:
-		return nil, errors.New("a version 2 file needs a filter: a key or a shard (not both), expressions, or both")
+		return nil, errors.New("a version 2 file needs a filter: a key or a shard (not both), expressions, --cwlogs or --decompress")
 	case doc.Version == fileVersionInBatch && doc.Filter != nil && !oneFilter:
-		return nil, errors.New("a filter needs a key or a shard (not both), expressions, or both")
+		return nil, errors.New("a filter needs a key or a shard (not both), expressions, --cwlogs or --decompress")
 	case doc.Version > fileVersionInBatch:
 		return nil, fmt.Errorf("version %d is newer than this kinesis-shards understands (%d)", doc.Version, fileVersionInBatch)
 	case doc.Version < fileVersion:

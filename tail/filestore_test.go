@@ -288,6 +288,15 @@ func TestFileStoreRefusedFileKeepsItsMode(t *testing.T) {
 // it) is an unfiltered run's.
 func TestFileStoreFilter(t *testing.T) {
 	key, shard := Filter{Key: "orders-17"}, Filter{Shard: "shardId-000000000003"}
+	differing := map[string]string{
+		"key then another key":                     "--key",
+		"--filter then another":                    "--filter",
+		"--jq then --filter of the same text":      "--filter and --jq",
+		"--filter then the same with --decompress": "--decompress",
+		"unfiltered then --cwlogs":                 "--cwlogs",
+		"--cwlogs then unfiltered":                 "--cwlogs",
+		"key --cwlogs then key":                    "--cwlogs",
+	}
 	for _, c := range []struct {
 		name          string
 		wrote, opened Filter
@@ -307,6 +316,15 @@ func TestFileStoreFilter(t *testing.T) {
 		{"--jq then --filter of the same text", Filter{Transform: ".level"}, Filter{Select: ".level"}, true},
 		{"key and --filter then key", Filter{Key: "orders-17", Select: ".level"}, key, true},
 		{"key and --filter then the same", Filter{Key: "orders-17", Select: ".level"}, Filter{Key: "orders-17", Select: ".level"}, false},
+		// What an expression sees, and what counts as one printed line,
+		// depends on --decompress and --cwlogs too.
+		{"--filter then the same with --decompress", Filter{Select: ".payload.level"}, Filter{Select: ".payload.level", Decompress: true}, true},
+		{"--filter --decompress then the same", Filter{Select: ".payload.level", Decompress: true}, Filter{Select: ".payload.level", Decompress: true}, false},
+		{"unfiltered then --cwlogs", Filter{}, Filter{CWLogs: true}, true},
+		{"--cwlogs then unfiltered", Filter{CWLogs: true}, Filter{}, true},
+		{"--cwlogs then --cwlogs", Filter{CWLogs: true}, Filter{CWLogs: true}, false},
+		{"--decompress then unfiltered", Filter{Decompress: true}, Filter{}, true},
+		{"key --cwlogs then key", Filter{Key: "orders-17", CWLogs: true}, key, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cp.json")
@@ -329,6 +347,10 @@ func TestFileStoreFilter(t *testing.T) {
 			}
 			if !errors.Is(err, ErrFilter) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), c.wrote.String()) {
 				t.Fatalf("opened with %v a file of %v: %v", c.opened, c.wrote, err)
+			}
+			// The sentence names the option that differs.
+			if d := differing[c.name]; d != "" && !strings.Contains(err.Error(), "; "+d+" differ") {
+				t.Fatalf("%v\ndoes not name %s as what differs", err, d)
 			}
 			if after, _ := os.ReadFile(path); string(after) != string(before) {
 				t.Fatal("a refused file was changed")

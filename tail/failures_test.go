@@ -152,7 +152,18 @@ func TestIdleExitWaitsThroughFailures(t *testing.T) {
 			time.Sleep(50 * time.Millisecond) // at its tip
 			failing.Store(true)
 			w.put(1, 10)
-			time.Sleep(4 * opts.IdleExit) // every call fails, for longer than --idle-exit
+			// Every call fails, for longer than --idle-exit, and until the
+			// warning came (after a throttle the next call is a second or
+			// more away).
+			time.Sleep(4 * opts.IdleExit)
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				wmu.Lock()
+				warned := len(warnings) > 0
+				wmu.Unlock()
+				if warned {
+					break
+				}
+			}
 			failing.Store(false)
 			r := <-done
 			if r.err != nil || r.res.Reason != StopIdle {

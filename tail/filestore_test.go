@@ -447,7 +447,7 @@ func TestDecodeCheckpointLogEventIndex(t *testing.T) {
 	}{
 		{"version 3", doc(3, "", `{"sequenceNumber":"12","logEventIndex":4}`), ""},
 		{"version 3 with a filter", doc(3, `,"filter":{"key":"k"}`, `{"sequenceNumber":"12","subSequenceNumber":1,"logEventIndex":0}`), ""},
-		{"version 3 with an empty filter", doc(3, `,"filter":{}`, `{"sequenceNumber":"12","logEventIndex":0}`), "a filter needs a key or a shard (not both), expressions, or both"},
+		{"version 3 with an empty filter", doc(3, `,"filter":{}`, `{"sequenceNumber":"12","logEventIndex":0}`), "a filter needs a key or a shard (not both), expressions, --cwlogs or --decompress"},
 		{"in version 1", doc(1, "", `{"sequenceNumber":"12","logEventIndex":4}`), "shard s: logEventIndex in a version 1 file"},
 		{"in version 2", doc(2, `,"filter":{"shard":"s"}`, `{"sequenceNumber":"12","logEventIndex":4}`), "shard s: logEventIndex in a version 2 file"},
 		{"negative", doc(3, "", `{"sequenceNumber":"12","logEventIndex":-1}`), "shard s: negative logEventIndex"},

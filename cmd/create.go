@@ -13,6 +13,8 @@ import (
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/render"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 var _ kstream.CreateAPI = (*kinesis.Client)(nil)
@@ -180,9 +182,8 @@ func recheckCreate(ctx context.Context, api kstream.CreateAPI, ref kstream.Ref, 
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	s, err := kstream.Describe(cctx, api, ref)
 	cancel()
-	var nf *types.ResourceNotFoundException
 	switch {
-	case errors.As(err, &nf):
+	case awserr.Of(err) == awserr.NotFound:
 		return nil, false, cause
 	case err != nil:
 		return nil, false, &outcomeUnknownError{err: cause, note: fmt.Sprintf("stream %s may have been created: run the command again to find out", ref)}

@@ -12,10 +12,10 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
 	"github.com/kinesis-shards/kinesis-shards/internal/text"
@@ -97,47 +97,39 @@ func wordErrorRaw(err error, ec errContext) string {
 	}
 	// The service the failed call was for: Kinesis, or DynamoDB for a
 	// lease table, whose endpoint is not ec.endpoint.
+	class := awserr.Classify(err)
 	service, endpoint := "Kinesis", ec.endpoint
-	var opErr *smithy.OperationError
-	if errors.As(err, &opErr) && opErr.Service() != "" && opErr.Service() != "Kinesis" {
-		service, endpoint = opErr.Service(), ""
+	if class.Service != "" && class.Service != "Kinesis" {
+		service, endpoint = class.Service, ""
 	}
 	var (
-		notFound *types.ResourceNotFoundException
-		inUse    *types.ResourceInUseException
-		limit    *types.LimitExceededException
-		denied   *types.AccessDeniedException
-		invalid  *types.InvalidArgumentException
-		valid    *types.ValidationException
-		timeout  *kstream.TimeoutError
-		apiErr   smithy.APIError
-		urlErr   *url.Error
-		respErr  *smithyhttp.ResponseError
+		timeout *kstream.TimeoutError
+		apiErr  smithy.APIError
+		urlErr  *url.Error
+		respErr *smithyhttp.ResponseError
 	)
 	switch {
-	case errors.As(err, &notFound):
-		msg := notFound.ErrorMessage()
+	case class.Kind == awserr.NotFound && service == "Kinesis":
+		msg := class.Message
 		if ec.stream != "" && !strings.Contains(strings.ToLower(msg), "shard") {
 			return fmt.Sprintf("stream %q was not found%s (endpoint %s)", ec.stream, where, ec.endpoint)
 		}
 		return "not found" + where + ": " + msg
-	case errors.As(err, &inUse):
+	case class.Kind == awserr.InUse && service == "Kinesis":
 		s := "the stream"
 		if ec.stream != "" {
 			s = "stream " + ec.stream
 		}
-		return fmt.Sprintf("%s is busy (being created, updated or deleted); try again when it is ACTIVE: %s", s, inUse.ErrorMessage())
-	case errors.As(err, &limit):
-		if opErr != nil && readretry.ReadOnly(opErr.Operation()) {
-			return "limit exceeded (still after waiting and asking again): " + limit.ErrorMessage()
+		return fmt.Sprintf("%s is busy (being created, updated or deleted); try again when it is ACTIVE: %s", s, class.Message)
+	case class.Kind == awserr.LimitExceeded:
+		if readretry.ReadOnly(class.Operation) {
+			return "limit exceeded (still after waiting and asking again): " + class.Message
 		}
-		return "limit exceeded (not retried): " + limit.ErrorMessage()
-	case errors.As(err, &denied):
-		return "access denied" + where + ": " + denied.ErrorMessage()
-	case errors.As(err, &invalid):
-		return "the service rejected the request: " + invalid.ErrorMessage()
-	case errors.As(err, &valid):
-		return "the service rejected the request: " + valid.ErrorMessage()
+		return "limit exceeded (not retried): " + class.Message
+	case class.Kind == awserr.AccessDenied:
+		return "access denied" + where + ": " + class.Message
+	case class.Kind == awserr.Invalid:
+		return "the service rejected the request: " + class.Message
 	case errors.As(err, &timeout):
 		return timeout.Error()
 	case isCredentialsError(err):
@@ -158,7 +150,7 @@ func wordErrorRaw(err error, ec errContext) string {
 		}
 		return fmt.Sprintf("timed out waiting for the %s endpoint", service)
 	case errors.As(err, &respErr) && respErr.HTTPStatusCode() >= 500:
-		return serverFailure(err, respErr, service, endpoint)
+		return serverFailure(err, class, respErr, service, endpoint)
 	case errors.As(err, &respErr) && (!errors.As(err, &apiErr) || apiErr.ErrorCode() == "UnknownError"):
 		// An answer without an error code of the API, or one that does
 		// not decode: a web server, a proxy or a load balancer, not the
@@ -186,32 +178,35 @@ func wordErrorRaw(err error, ec errContext) string {
 // answer (a crashed handler answers plain text, a load balancer HTML), so
 // the line says what it answered and how often it was asked, and does not
 // send the user after their configuration.
-func serverFailure(err error, respErr *smithyhttp.ResponseError, service, endpoint string) string {
+func serverFailure(err error, class awserr.Class, respErr *smithyhttp.ResponseError, service, endpoint string) string {
 	if r := respErr.Response; r != nil && r.Response != nil && r.Request != nil && r.Request.URL != nil {
 		endpoint = r.Request.URL.Scheme + "://" + r.Request.URL.Host
 	}
-	if endpoint == "" {
-		endpoint = "its endpoint"
-	}
-	status := respErr.HTTPStatusCode()
+	// What the server said first: a status line cut to the terminal's
+	// width still shows it.
 	var b strings.Builder
-	fmt.Fprintf(&b, "the %s server at %s failed: it answered HTTP %d %s", service, endpoint, status, http.StatusText(status))
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode() != "" && apiErr.ErrorCode() != "UnknownError" {
-		b.WriteString(", " + apiErr.ErrorCode())
-		if m := apiErr.ErrorMessage(); m != "" && m != apiErr.ErrorCode() {
-			b.WriteString(": " + m)
+	b.WriteString(service + " server failure: ")
+	if class.Code != "" && class.Code != "UnknownError" {
+		b.WriteString(class.Code)
+		if class.Message != "" && class.Message != class.Code {
+			b.WriteString(": " + class.Message)
 		}
+		b.WriteString(" (")
+	} else {
+		b.WriteString("(no error code, ")
 	}
-	var withID interface{ ServiceRequestID() string }
-	if errors.As(err, &withID) && withID.ServiceRequestID() != "" {
-		b.WriteString(" (request id " + withID.ServiceRequestID() + ")")
+	fmt.Fprintf(&b, "HTTP %d %s", class.Status, http.StatusText(class.Status))
+	if class.RequestID != "" {
+		b.WriteString(", request id " + class.RequestID)
 	}
 	var maxErr *retry.MaxAttemptsError
 	if errors.As(err, &maxErr) && maxErr.Attempt > 1 {
 		fmt.Fprintf(&b, ", after %d attempts", maxErr.Attempt)
 	}
-	b.WriteString("; the failure is the server's, not the request's: try again later")
+	if endpoint != "" {
+		b.WriteString(", from " + endpoint)
+	}
+	b.WriteString("); the failure is the server's, not the request's: try again later")
 	return b.String()
 }
 

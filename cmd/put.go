@@ -25,6 +25,8 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/text"
 	"github.com/kinesis-shards/kinesis-shards/render"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // PutRecords limits. The request limit is 10 MiB today; we stay at half so a
@@ -508,10 +510,7 @@ func lineSpan(b []putEntry) string {
 }
 
 func isThrottle(err error) bool {
-	var pte *types.ProvisionedThroughputExceededException
-	var lee *types.LimitExceededException
-	var kms *types.KMSThrottlingException
-	return errors.As(err, &pte) || errors.As(err, &lee) || errors.As(err, &kms)
+	return awserr.Is(err, awserr.Throttled, awserr.LimitExceeded)
 }
 
 // jitter spreads retries over [d/2, d).

@@ -13,6 +13,8 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // streamsAPI is what `streams` needs from the client.
@@ -164,9 +166,8 @@ func describeForList(ctx context.Context, api streamsAPI, ref kstream.Ref, tick 
 	case <-tick:
 	}
 	sum, err := kstream.Describe(ctx, api, ref)
-	var nf *types.ResourceNotFoundException
 	switch {
-	case errors.As(err, &nf):
+	case awserr.Of(err) == awserr.NotFound:
 		return nil, nil
 	case err != nil:
 		return nil, err
@@ -176,7 +177,6 @@ func describeForList(ctx context.Context, api streamsAPI, ref kstream.Ref, tick 
 		return &info, nil
 	}
 	shards, err := lineage.ListShards(ctx, api, lineage.ListOptions{StreamName: sum.Name})
-	var inUse *types.ResourceInUseException
 	switch {
 	case err == nil:
 		total, open := len(shards), 0
@@ -189,8 +189,8 @@ func describeForList(ctx context.Context, api streamsAPI, ref kstream.Ref, tick 
 		if info.OpenShards == 0 {
 			info.OpenShards = open
 		}
-	case errors.As(err, &inUse):
-	case errors.As(err, &nf):
+	case awserr.Of(err) == awserr.InUse:
+	case awserr.Of(err) == awserr.NotFound:
 		return nil, nil
 	default:
 		return nil, err

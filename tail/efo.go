@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 	"github.com/kinesis-shards/kinesis-shards/internal/efo"
 )
 
@@ -93,10 +94,7 @@ func (r *reader) subscribe(ctx context.Context) error {
 		total.Subscriptions += st.Subscriptions
 		total.Events += st.Events
 		total.Records += st.Records
-		var (
-			nf  *types.ResourceNotFoundException
-			inv *types.InvalidArgumentException
-		)
+		class := awserr.Classify(err)
 		switch {
 		case err == nil:
 			return r.end(end.ChildShards)
@@ -108,17 +106,17 @@ func (r *reader) subscribe(ctx context.Context) error {
 			r.logf("closed since its subscription started; subscribing again from %s to see whether it is drained", start)
 		case errors.Is(err, errStopped), ctx.Err() != nil:
 			return nil
-		case errors.As(err, &nf):
+		case class.Kind == awserr.NotFound:
 			return r.subscribeNotFound(ctx, err)
-		case errors.As(err, &inv):
+		case class.Kind == awserr.Invalid:
 			p := er.Resume()
 			if p.Type != types.ShardIteratorTypeAfterSequenceNumber || p.SequenceNumber == refused {
-				return fmt.Errorf("shard %s: the service refused to subscribe from %s (from the checkpoint or the last record): %s", r.id, p, inv.ErrorMessage())
+				return fmt.Errorf("shard %s: the service refused to subscribe from %s (from the checkpoint or the last record): %s", r.id, p, class.Message)
 			}
 			// As with GetShardIterator: "after" the last record of a
 			// closed shard may be refused; read at it and skip it.
 			refused = p.SequenceNumber
-			r.logf("subscribing from %s refused (%s); subscribing at it and skipping it", p, inv.ErrorMessage())
+			r.logf("subscribing from %s refused (%s); subscribing at it and skipping it", p, class.Message)
 			start = efo.AtSequence(p.SequenceNumber)
 			r.skip = resumeSkip{seq: p.SequenceNumber, sub: math.MaxInt64}
 		default:
@@ -227,9 +225,8 @@ func (r *reader) subscribeNotFound(ctx context.Context, err error) error {
 	cctx, cancel := context.WithTimeout(ctx, r.t.opts.CallTimeout)
 	_, derr := r.t.opts.EFO.API.DescribeStreamConsumer(cctx, &kinesis.DescribeStreamConsumerInput{ConsumerARN: aws.String(r.t.opts.EFO.ConsumerARN)})
 	cancel()
-	var nf *types.ResourceNotFoundException
 	switch {
-	case errors.As(derr, &nf):
+	case awserr.Of(derr) == awserr.NotFound:
 		return fmt.Errorf("shard %s: %w: consumer %s is gone (was another tail using it stopped?)", r.id, ErrConsumerGone, name)
 	case derr != nil:
 		return fmt.Errorf("%w (and describing consumer %s failed: %v)", err, name, derr)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/pacing"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -295,23 +293,18 @@ func (r *reader) callFailed(ctx context.Context, err error, attempt time.Time, f
 			r.t.opts.Warnf(format, append([]any{r.id, attempt.Sub(f.since).Round(time.Second)}, args...)...)
 		}
 	}
-	var (
-		pte *types.ProvisionedThroughputExceededException
-		kms *types.KMSThrottlingException
-		exp *types.ExpiredIteratorException
-		nf  *types.ResourceNotFoundException
-	)
+	kind := awserr.Of(err)
 	switch {
 	case ctx.Err() != nil:
 		return "", true, nil
-	case errors.As(err, &pte), errors.As(err, &kms):
+	case kind == awserr.Throttled:
 		// Never drop: wait and ask again with the same iterator.
 		f.throttles++
 		warn("shard %s has been throttled for %s: other consumers share its 5 GetRecords calls and 2 MiB per second; tail keeps asking and loses nothing")
 		d := pacing.AfterThrottle(r.rand, f.throttles)
 		r.logf("throttled, retrying in %s", d.Round(time.Millisecond))
 		r.next = attempt.Add(d)
-	case errors.As(err, &exp):
+	case kind == awserr.ExpiredIterator:
 		r.logf("iterator expired; resuming after %s", nonEmpty(r.lastSeq, "the start"))
 		it, err := r.iterator(ctx)
 		if err != nil {
@@ -321,12 +314,12 @@ func (r *reader) callFailed(ctx context.Context, err error, attempt time.Time, f
 			return "", true, r.end(nil)
 		}
 		return it, false, nil
-	case errors.As(err, &nf):
+	case kind == awserr.NotFound:
 		if err := r.notFound(ctx); err != nil {
 			return "", true, err
 		}
 		return "", true, r.end(nil)
-	case transient(err):
+	case kind == awserr.Transient:
 		// Retried for as long as it lasts: giving up would end the tail
 		// with records unread.
 		f.failures++
@@ -547,26 +540,22 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 		if err == nil {
 			return aws.ToString(out.ShardIterator), nil
 		}
-		var (
-			pte *types.ProvisionedThroughputExceededException
-			nf  *types.ResourceNotFoundException
-			inv *types.InvalidArgumentException
-		)
+		class := awserr.Classify(err)
 		switch {
 		case ctx.Err() != nil:
 			return "", ctx.Err()
-		case errors.As(err, &nf):
+		case class.Kind == awserr.NotFound:
 			return "", r.notFound(ctx)
-		case errors.As(err, &inv) && sp.kind == types.ShardIteratorTypeAfterSequenceNumber && r.skip.seq == "":
+		case class.Kind == awserr.Invalid && sp.kind == types.ShardIteratorTypeAfterSequenceNumber && r.skip.seq == "":
 			// AWS refuses "after" the last record of a closed shard ("has
 			// reached max possible value"): ask for that record and skip it.
-			r.logf("resuming after %s refused (%s); reading at it and skipping it", sp.seq, inv.ErrorMessage())
+			r.logf("resuming after %s refused (%s); reading at it and skipping it", sp.seq, class.Message)
 			sp = startPoint{kind: types.ShardIteratorTypeAtSequenceNumber, seq: sp.seq}
 			in.ShardIteratorType, in.StartingSequenceNumber = sp.kind, aws.String(sp.seq)
 			r.skip = resumeSkip{seq: sp.seq, sub: math.MaxInt64}
-		case errors.As(err, &inv) && (sp.kind == types.ShardIteratorTypeAfterSequenceNumber || sp.kind == types.ShardIteratorTypeAtSequenceNumber):
-			return "", fmt.Errorf("shard %s: the service refused to resume at sequence number %s (from the checkpoint or the last record): %s", r.id, sp.seq, inv.ErrorMessage())
-		case errors.As(err, &pte) || transient(err):
+		case class.Kind == awserr.Invalid && (sp.kind == types.ShardIteratorTypeAfterSequenceNumber || sp.kind == types.ShardIteratorTypeAtSequenceNumber):
+			return "", fmt.Errorf("shard %s: the service refused to resume at sequence number %s (from the checkpoint or the last record): %s", r.id, sp.seq, class.Message)
+		case class.Kind == awserr.Throttled || class.Kind == awserr.Transient:
 			failures++ // retried for as long as it lasts, as GetRecords
 			if failures == 1 {
 				failingSince = attempt
@@ -575,7 +564,7 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 				r.t.opts.Warnf("shard %s: GetShardIterator has failed for %s (%v); tail keeps asking", r.id, attempt.Sub(failingSince).Round(time.Second), err)
 			}
 			d := backoff(r.rand, errorBackoffMin, errorBackoffMax, failures)
-			if errors.As(err, &pte) {
+			if class.Kind == awserr.Throttled {
 				throttles++
 				d = pacing.AfterThrottle(r.rand, throttles)
 			}
@@ -591,42 +580,6 @@ func nilIfARN(name, arn string) *string {
 		return nil
 	}
 	return aws.String(name)
-}
-
-// transient errors are retried by the reader: 5xx, dropped connections,
-// timeouts of one call.
-func transient(err error) bool {
-	var (
-		ae  smithy.APIError
-		ne  net.Error
-		ife *types.InternalFailureException
-	)
-	if errors.As(err, &ife) {
-		return true
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return true
-	}
-	if errors.As(err, &ne) {
-		return true
-	}
-	var re interface{ HTTPStatusCode() int }
-	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
-		return true
-	}
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "InternalFailure", "InternalFailureException", "ServiceUnavailable", "ServiceUnavailableException", "InternalServerError", "RequestTimeout", "RequestTimeoutException":
-			return true
-		}
-		return false
-	}
-	// Connection errors the SDK wraps without a net.Error (reset, refused).
-	var se interface{ ConnectionError() bool }
-	if errors.As(err, &se) && se.ConnectionError() {
-		return true
-	}
-	return false
 }
 
 // backoff is exponential with jitter, shared with the reshard sampler.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/cpumeter"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -111,7 +112,7 @@ func BenchmarkGetRecordsLoopback(b *testing.B) {
 				// ("use of closed network connection"), now and then. The
 				// reader retries such a call as it does any dropped
 				// connection; so does the benchmark, and counts them.
-				for err != nil && transient(err) && retries < 100 {
+				for err != nil && awserr.Of(err) == awserr.Transient && retries < 100 {
 					retries++
 					out, err = c.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String(it)}, noSDKRetries, getrecords.Option)
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 	"github.com/kinesis-shards/kinesis-shards/internal/efo"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -351,9 +352,7 @@ func (t *Tailer) onList(ev listEvent) error {
 
 // fatalListError: errors that relisting cannot outlive.
 func fatalListError(err error) bool {
-	var nf *types.ResourceNotFoundException
-	var ad *types.AccessDeniedException
-	return errors.As(err, &nf) || errors.As(err, &ad)
+	return awserr.Is(err, awserr.NotFound, awserr.AccessDenied)
 }
 
 // idleWait says with --debug what --idle-exit waits on: when it changes,
@@ -508,9 +507,7 @@ func (t *Tailer) listWithRetry(ctx context.Context) ([]types.Shard, error) {
 		if err == nil {
 			return shards, nil
 		}
-		var lee *types.LimitExceededException
-		var riu *types.ResourceInUseException
-		if (!errors.As(err, &lee) && !errors.As(err, &riu)) || attempt >= 5 {
+		if !awserr.Is(err, awserr.LimitExceeded, awserr.InUse) || attempt >= 5 {
 			return nil, err
 		}
 		if err := kstream.Sleep(ctx, delay); err != nil {

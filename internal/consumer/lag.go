@@ -16,6 +16,8 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/pacing"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // API is what measuring needs from the Kinesis client.
@@ -214,14 +216,13 @@ func measure(ctx context.Context, api API, ref kstream.Ref, sl *ShardLag, o *Opt
 			}
 		}
 		var wait time.Duration
-		var expired *types.ExpiredIteratorException
 		switch {
 		case ctx.Err() != nil:
 			return 0, err
 		case isThrottle(err):
 			throttles++
 			wait = pacing.AfterThrottle(rng, throttles)
-		case errors.As(err, &expired):
+		case awserr.Of(err) == awserr.ExpiredIterator:
 			it = nil
 		case passing(err) && failures < maxFailures:
 			failures++
@@ -248,24 +249,11 @@ func call[T any](ctx context.Context, timeout time.Duration, fn func(context.Con
 }
 
 func isThrottle(err error) bool {
-	var pte *types.ProvisionedThroughputExceededException
-	var kms *types.KMSThrottlingException
-	var lim *types.LimitExceededException
-	return errors.As(err, &pte) || errors.As(err, &kms) || errors.As(err, &lim)
+	return awserr.Is(err, awserr.Throttled, awserr.LimitExceeded)
 }
 
 // passing: a failure that asking again may mend (a 5xx, a dropped
-// connection, a call past its deadline).
+// connection, a call past its deadline, an answer cut short).
 func passing(err error) bool {
-	var re interface{ HTTPStatusCode() int }
-	if errors.As(err, &re) && re.HTTPStatusCode() > 0 {
-		return re.HTTPStatusCode() >= 500
-	}
-	var internal *types.InternalFailureException
-	return errors.As(err, &internal) || errors.Is(err, context.DeadlineExceeded) || !isAPIError(err)
-}
-
-func isAPIError(err error) bool {
-	var ae interface{ ErrorCode() string }
-	return errors.As(err, &ae)
+	return awserr.Is(err, awserr.Transient, awserr.Undecodable)
 }

@@ -20,6 +20,6 @@
 // The parent-before-child order across shards is the caller's (tail's
 // scheduler): a Reader knows one shard.
 //
-// Imports: internal/awsdebug, internal/kstream, internal/pacing, the SDK and
-// the standard library.
+// Imports: internal/awsdebug, internal/awserr, internal/kstream,
+// internal/pacing, the SDK and the standard library.
 package efo

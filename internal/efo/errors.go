@@ -1,16 +1,12 @@
 package efo
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"regexp"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/smithy-go"
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // ErrInUse is what an *InUseError is (errors.Is).
@@ -68,51 +64,17 @@ const (
 )
 
 func classify(err error) errKind {
-	var (
-		riu *types.ResourceInUseException
-		lee *types.LimitExceededException
-		kms *types.KMSThrottlingException
-		ife *types.InternalFailureException
-		ae  smithy.APIError
-		ne  net.Error
-	)
-	switch {
-	case errors.As(err, &riu):
+	if errors.Is(err, errCallTimeout) || errors.Is(err, errIdle) || errors.Is(err, errSubscriptionTimeout) {
+		return kindTransient
+	}
+	switch awserr.Of(err) {
+	case awserr.InUse:
 		return kindInUse
-	case errors.As(err, &lee), errors.As(err, &kms):
+	case awserr.LimitExceeded, awserr.Throttled:
 		return kindThrottled
-	case errors.As(err, &ife):
-		return kindTransient
-	case errors.Is(err, errCallTimeout), errors.Is(err, errIdle), errors.Is(err, errSubscriptionTimeout):
-		return kindTransient
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return kindTransient
-	}
-	var re interface{ HTTPStatusCode() int }
-	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
-		return kindTransient
-	}
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "InternalFailure", "ServiceUnavailable", "ServiceUnavailableException", "InternalServerError", "RequestTimeout", "RequestTimeoutException":
-			return kindTransient
-		}
-		if ae.ErrorFault() == smithy.FaultServer {
-			return kindTransient
-		}
-		return kindFatal
-	}
-	if errors.As(err, &ne) {
-		return kindTransient
-	}
-	// The SDK's connection errors, and a stream that fails to decode
-	// (a frame cut short), carry no API error code.
-	var ce interface{ ConnectionError() bool }
-	if errors.As(err, &ce) && ce.ConnectionError() {
-		return kindTransient
-	}
-	var de *smithy.DeserializationError
-	if errors.As(err, &de) {
+	case awserr.Transient, awserr.Undecodable:
+		// An event stream cut mid-frame does not decode: a dropped
+		// stream, subscribed again.
 		return kindTransient
 	}
 	return kindFatal

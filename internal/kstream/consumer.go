@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // ConsumerAPI is the part of the Kinesis client the consumer lifecycle
@@ -168,9 +170,8 @@ func DescribeConsumer(ctx context.Context, api ConsumerAPI, ref Ref, name string
 		defer cancel()
 		return api.DescribeStreamConsumer(cctx, &kinesis.DescribeStreamConsumerInput{StreamARN: aws.String(ref.ARN), ConsumerName: aws.String(name)})
 	})
-	var nf *types.ResourceNotFoundException
 	switch {
-	case errors.As(err, &nf):
+	case awserr.Of(err) == awserr.NotFound:
 		return nil, &ConsumerNotFoundError{Stream: ref.String(), Name: name}
 	case err != nil:
 		return nil, fmt.Errorf("describe consumer %s of stream %s: %w", name, ref, err)
@@ -194,14 +195,13 @@ func RegisterConsumer(ctx context.Context, api ConsumerAPI, ref Ref, name string
 	cctx, cancel := withCallTimeout(ctx)
 	out, err := api.RegisterStreamConsumer(cctx, &kinesis.RegisterStreamConsumerInput{StreamARN: aws.String(ref.ARN), ConsumerName: aws.String(name)})
 	cancel()
-	var inUse *types.ResourceInUseException
 	switch {
 	case err == nil && out.Consumer != nil:
 		o := out.Consumer
 		return consumerOf(o.ConsumerName, o.ConsumerARN, o.ConsumerStatus, o.ConsumerCreationTimestamp), true, nil
 	case err == nil:
 		return nil, false, fmt.Errorf("register consumer %s of stream %s: empty answer", name, ref)
-	case errors.As(err, &inUse):
+	case awserr.Of(err) == awserr.InUse:
 		// The name is taken: that consumer is ours to use.
 		c, derr := DescribeConsumer(ctx, api, ref, name)
 		return c, false, derr
@@ -220,9 +220,8 @@ func DeregisterConsumer(ctx context.Context, api ConsumerAPI, ref Ref, name stri
 	cctx, cancel := withCallTimeout(ctx)
 	defer cancel()
 	_, err := api.DeregisterStreamConsumer(cctx, &kinesis.DeregisterStreamConsumerInput{StreamARN: aws.String(ref.ARN), ConsumerName: aws.String(name)})
-	var nf *types.ResourceNotFoundException
 	switch {
-	case errors.As(err, &nf):
+	case awserr.Of(err) == awserr.NotFound:
 		return &ConsumerNotFoundError{Stream: ref.String(), Name: name}
 	case err != nil:
 		return fmt.Errorf("deregister consumer %s of stream %s: %w", name, ref, err)

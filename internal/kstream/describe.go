@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // DescribeAPI is the part of the Kinesis client Describe and WaitActive use.
@@ -157,7 +159,6 @@ func WaitActive(ctx context.Context, api DescribeAPI, ref Ref, o WaitOptions) (*
 	var last types.StreamStatus
 	for {
 		s, err := Describe(ctx, api, ref)
-		var lee *types.LimitExceededException
 		switch {
 		case err == nil:
 			last = s.Status
@@ -170,7 +171,7 @@ func WaitActive(ctx context.Context, api DescribeAPI, ref Ref, o WaitOptions) (*
 			case types.StreamStatusDeleting:
 				return nil, fmt.Errorf("stream %s: %w", ref, ErrDeleting)
 			}
-		case errors.As(err, &lee):
+		case awserr.Of(err) == awserr.LimitExceeded:
 			delay = min(delay*2, o.MaxDelay)
 		default:
 			return nil, err

@@ -10,5 +10,6 @@
 // Its read-only calls go through the read-retry policy of
 // internal/readretry, as do the ListShards pages of lineage.
 //
-// Imports: the SDK, the standard library and internal/readretry.
+// Imports: the SDK, the standard library, internal/awserr and
+// internal/readretry.
 package kstream

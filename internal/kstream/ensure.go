@@ -2,12 +2,13 @@ package kstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // CreateAPI is the part of the Kinesis client Ensure uses.
@@ -66,7 +67,6 @@ func Ensure(ctx context.Context, api CreateAPI, ref Ref, spec Spec, wait WaitOpt
 	}
 	res := &EnsureResult{Outcome: Existed}
 	s, err := Describe(ctx, api, ref)
-	var nf *types.ResourceNotFoundException
 	switch {
 	case err == nil:
 		res.StatusSeen = s.Status
@@ -77,7 +77,7 @@ func Ensure(ctx context.Context, api CreateAPI, ref Ref, spec Spec, wait WaitOpt
 		case types.StreamStatusDeleting:
 			return nil, fmt.Errorf("stream %s: %w", ref, ErrDeleting)
 		}
-	case errors.As(err, &nf):
+	case awserr.Of(err) == awserr.NotFound:
 		in := &kinesis.CreateStreamInput{StreamName: aws.String(ref.Name)}
 		if spec.OnDemand {
 			in.StreamModeDetails = &types.StreamModeDetails{StreamMode: types.StreamModeOnDemand}
@@ -87,11 +87,10 @@ func Ensure(ctx context.Context, api CreateAPI, ref Ref, spec Spec, wait WaitOpt
 			in.ShardCount = aws.Int32(int32(spec.Shards))
 		}
 		_, cerr := api.CreateStream(ctx, in)
-		var inUse *types.ResourceInUseException
 		switch {
 		case cerr == nil:
 			res.Outcome = Created
-		case errors.As(cerr, &inUse):
+		case awserr.Of(cerr) == awserr.InUse:
 			// Created by someone else between our look and our call.
 		default:
 			return nil, cerr

@@ -9,5 +9,5 @@
 // It sits below lineage and kstream so that both (and tail, reshard and
 // cmd above them) can use it.
 //
-// Imports: the standard library and aws-sdk-go-v2 types only.
+// Imports: internal/awserr and the standard library.
 package readretry

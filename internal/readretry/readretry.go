@@ -2,10 +2,9 @@ package readretry
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // Op is a read-only control-plane operation the policy retries.
@@ -66,8 +65,7 @@ var pause = Sleep
 
 // IsLimitExceeded reports whether err is a LimitExceededException.
 func IsLimitExceeded(err error) bool {
-	var lee *types.LimitExceededException
-	return errors.As(err, &lee)
+	return awserr.Of(err) == awserr.LimitExceeded
 }
 
 // Sleep waits for d or until ctx ends, whichever comes first, and returns

@@ -41,13 +41,14 @@ merge, the fewest calls possible, ending exactly on the even layout. It
 has no count limit and no daily quota. With --even it also evens out a
 stream that already has N open shards with uneven ranges.
 
---balanced places the boundaries at the quantiles of the sampled traffic
-instead of the even layout (with SplitShard and MergeShards calls; it
-samples every open shard, --sample records each, 1000 by default), so
-that each new shard carries an equal share of it: of its bytes, or of its
-records with --by records. A partition key always lands on one shard, so a
+--balanced places the boundaries where they divide the sampled traffic
+best instead of the even layout (with SplitShard and MergeShards calls; it
+samples every open shard, --sample records each, 1000 by default): the
+hottest new shard as cool as any boundaries make it and, among those, the
+others as even as the order of the keys allows, in bytes, or in records
+with --by records. A partition key always lands on one shard, so a
 boundary never divides one key's records, and a key that carries more than
-1/N of the traffic is named. A boundary already in place stays when it
+1/N of the traffic is named; the other shards share what it leaves. A boundary already in place stays when it
 divides the traffic within 5% of a shard's fair share of its target.
 
 --to equal to the open count is "nothing to do" and exits 0 (so scale --to
@@ -72,7 +73,7 @@ document).`,
 	c.Flags().IntVar(&opts.To, "to", 0, "the number of open shards to reach (1 to 10000)")
 	c.Flags().StringVar(&opts.Method, "method", opts.Method, enumUsage("method", "scale"))
 	c.Flags().BoolVar(&opts.Even, "even", false, "with --method splits: even out the ranges also when the stream already has N open shards")
-	c.Flags().BoolVar(&opts.Balanced, "balanced", false, "place the boundaries at the quantiles of sampled traffic (SplitShard and MergeShards calls)")
+	c.Flags().BoolVar(&opts.Balanced, "balanced", false, "place the boundaries where they divide the sampled traffic best (SplitShard and MergeShards calls)")
 	c.Flags().StringVar(&opts.By, "by", opts.By, "what traffic shares count, with --balanced or --sample: "+enumUsage("by", "scale"))
 	addReshardFlags(c, &opts.ReshardOptions, "sample up to N recent records of each open shard to show traffic shares (default 1000 with --balanced)")
 	return c

@@ -238,7 +238,7 @@ type MergeGoal struct {
 }
 
 // ScaleGoal reaches Target open shards in the even layout, or with
-// Balanced at the quantiles of sampled traffic.
+// Balanced by sampled traffic (balanced.go).
 type ScaleGoal struct {
 	Target int
 	Method Method // "" means MethodUpdateShardCount (MethodSplits when Balanced)

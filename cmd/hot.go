@@ -59,14 +59,27 @@ write quota (1 MiB/s or 1,000 records/s, whichever it is nearer) and its
 top partition keys (--top) with their share of its traffic.
 
 A shard that used at least --threshold percent (50) of its write quota
-over the window is hot, and gets a verdict in one sentence:
+over the window is hot, and gets a verdict in one sentence. Whether a split
+helps is decided by rates against the quota, not by shares:
 
   many keys: splitting at hash H would put 51 % / 49 % of its traffic on
-  each child (split STREAM SHARD --at H, or split --balanced, spreads it)
+  each child: 40 % and 38 % of a shard's write quota (split STREAM SHARD
+  --at H, or split --balanced, spreads it); a key that is half of the
+  shard but under the quota by itself is named, and the split beside it
+  offered
 
   one key: customer-7 is 83 % of this shard's bytes; splitting cannot
-  spread one key (a key always lands on one shard: spread its writes over
-  several keys, or slow the writer)
+  spread one key (said when the key alone is over a shard's quota, or so
+  nearly all of the shard that no split takes a tenth off the hotter
+  child: spread its writes over several keys, or slow the writer)
+
+  explicit-hash-keys: half or more of the traffic was written with explicit
+  hash keys, which GetRecords does not return: no split point can be read
+  from it (a smaller share is said beside the split point)
+
+  uncertain: the window was sampled and its slices disagree (bursty
+  writes, a thin sample), so the share of the quota is a range that
+  straddles --threshold: read more with --max-records, or a shorter window
 
 An average over the window hides the peaks of a second that throttle
 writers: a shard near half its quota on average is near all of it at

@@ -97,6 +97,10 @@ func nextStep(stream string, s reshard.ShardTraffic, o HotOptions) string {
 		return fmt.Sprintf("preview that split: %s split %s %s --at %s --dry-run", o.Command, stream, s.ShardID, s.Verdict.SplitAt)
 	case reshard.VerdictOneKey:
 		return "a split cannot help: spread that key's writes over several keys (a suffix), or slow its writer"
+	case reshard.VerdictExplicit:
+		return "a split point read from partition keys would be a guess: find where the producer's explicit hash keys fall, then split there with --at"
+	case reshard.VerdictUncertain:
+		return fmt.Sprintf("read more of the window: %s hot %s --max-records N (more than %d), or a shorter window", o.Command, stream, s.RecordsRead)
 	}
 	return ""
 }
@@ -140,7 +144,7 @@ func verdictStyle(th Theme, k reshard.VerdictKind) func(...string) string {
 	switch k {
 	case reshard.VerdictOneKey:
 		return th.Err.Render
-	case reshard.VerdictManyKeys:
+	case reshard.VerdictManyKeys, reshard.VerdictExplicit, reshard.VerdictUncertain:
 		return th.Warn.Render
 	}
 	return th.Dim.Render

@@ -3,6 +3,7 @@ package reshard
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,7 +76,9 @@ func TestHotOnTheEmulator(t *testing.T) {
 		if max == 400 && (hot.RecordsRead > 600 || hot.RecordsRead < 100) {
 			t.Fatalf("sampled: %d records read", hot.RecordsRead)
 		}
-		if v := hot.Verdict; v.Kind != VerdictOneKey || v.PartitionKey != hotKey || math.Abs(hot.TopKeys[0].RecordShare-0.6) > 0.05 {
+		// The key writes far less than a shard's quota by itself (600
+		// records in over a second): a split beside it helps.
+		if v := hot.Verdict; v.Kind != VerdictManyKeys || v.SplitAt == nil || !strings.HasPrefix(v.Text, "one key, "+hotKey+", is ") || math.Abs(hot.TopKeys[0].RecordShare-0.6) > 0.05 {
 			t.Fatalf("max %d: shard 0: %+v, top %+v", max, v, hot.TopKeys)
 		}
 		v := many.Verdict

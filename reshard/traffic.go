@@ -13,9 +13,20 @@ import (
 
 // Hot-shard analysis: from the records of each open shard over a window
 // (ReadWindows), what each shard carries against its write quota, its top
-// partition keys, and a verdict: a shard hot because of many keys (a split
-// helps, and where), one key (no split can help: a key always lands on one
-// shard), or not hot at all. Pure: the same windows give the same report.
+// partition keys, and a verdict. Whether a split helps is a matter of
+// rates against the quota, not of shares: a key that is half of a shard at
+// 164 % of its quota writes 85 % of a quota by itself, and a split just
+// beside it leaves both children under theirs. So the verdict is "one key"
+// (no split can help) only when one key alone writes more than a shard's
+// quota, or when it is so nearly all of the shard that no split takes a
+// tenth off the hotter child; otherwise a hot shard gets the split point
+// and what each child would carry against its quota. Records whose partition key hashes
+// outside the shard were written with an explicit hash key, whose place
+// in the range GetRecords does not return: their share is said, and no
+// split point is claimed for them. A sampled window whose slices disagree
+// (bursty writes, a thin sample) is given as a range, and a shard whose
+// range straddles the hot threshold is "uncertain", never "cold". Pure: the
+// same windows give the same report.
 
 // A shard's write quota (docs/KINESIS-NOTES.md §1): whichever it reaches
 // first throttles its writers. Bytes are data plus partition key.
@@ -37,6 +48,11 @@ const (
 	// children below the key's share.
 	DefaultOneKeyShare = 0.5
 )
+
+// minSplitGain is the least share of a hot shard's load the best split
+// must take off its hotter child for the verdict to offer it: a key that
+// is nearly all of a shard stays where it is, whatever the split.
+const minSplitGain = 0.1
 
 // HotOptions tune Analyze. The zero value takes the defaults.
 type HotOptions struct {
@@ -96,8 +112,17 @@ type ShardTraffic struct {
 	Stopped     string  `json:"stopped,omitempty"`
 	// OutsideRange counts records whose hash lies outside the shard
 	// (written with an ExplicitHashKey, which GetRecords does not return):
-	// they count in the figures but not for a split point.
-	OutsideRange int `json:"outsideRange,omitempty"`
+	// they count in the figures but not for a split point. ExplicitShare
+	// is their share of the traffic, in WriteQuotaBy's measure.
+	OutsideRange  int     `json:"outsideRange,omitempty"`
+	ExplicitShare float64 `json:"explicitHashKeyShare,omitempty"`
+	// When Sampled: WriteQuotaLow and WriteQuotaHigh bound
+	// WriteQuotaShare (two standard errors of the slices' estimates, and
+	// never below what was read), and ReadTimeShare is the share of the
+	// covered window's time the records read come from.
+	WriteQuotaLow  float64 `json:"writeQuotaLow,omitempty"`
+	WriteQuotaHigh float64 `json:"writeQuotaHigh,omitempty"`
+	ReadTimeShare  float64 `json:"readTimeShare,omitempty"`
 }
 
 // KeyShare is one partition key's part of a shard's traffic.
@@ -115,11 +140,13 @@ type KeyShare struct {
 // VerdictKind says why a shard is hot, if it is.
 type VerdictKind string
 
-// The three verdicts.
+// The verdicts.
 const (
-	VerdictManyKeys VerdictKind = "many-keys" // a split spreads it
-	VerdictOneKey   VerdictKind = "one-key"   // one key: no split helps
-	VerdictCold     VerdictKind = "cold"      // not hot
+	VerdictManyKeys  VerdictKind = "many-keys"          // a split spreads it
+	VerdictOneKey    VerdictKind = "one-key"            // one key alone is over the quota: no split helps
+	VerdictExplicit  VerdictKind = "explicit-hash-keys" // most of it was placed by explicit hash keys: where to split is unknown
+	VerdictUncertain VerdictKind = "uncertain"          // the sample cannot tell hot from cold
+	VerdictCold      VerdictKind = "cold"               // not hot
 )
 
 // Verdict is the one-sentence diagnosis of a shard.
@@ -127,10 +154,15 @@ type Verdict struct {
 	Kind VerdictKind `json:"kind"`
 	Text string      `json:"text"`
 	// SplitAt (many-keys) is the hash key that puts about half the
-	// traffic on each child, LowerShare and UpperShare what each gets.
-	SplitAt    *lineage.HashKey `json:"splitAt,omitempty"`
-	LowerShare float64          `json:"lowerShare,omitempty"`
-	UpperShare float64          `json:"upperShare,omitempty"`
+	// traffic on each child, LowerShare and UpperShare what each gets
+	// (of the shard's traffic; with ExplicitShare, each may get up to
+	// that much more), LowerQuotaShare and UpperQuotaShare what that is
+	// against a shard's write quota.
+	SplitAt         *lineage.HashKey `json:"splitAt,omitempty"`
+	LowerShare      float64          `json:"lowerShare,omitempty"`
+	UpperShare      float64          `json:"upperShare,omitempty"`
+	LowerQuotaShare float64          `json:"lowerQuotaShare,omitempty"`
+	UpperQuotaShare float64          `json:"upperQuotaShare,omitempty"`
 	// PartitionKey (one-key) is the key, KeyRate its rate in the
 	// measure, and KeyQuotaShare that rate against a shard's quota.
 	PartitionKey  string  `json:"partitionKey,omitempty"`
@@ -209,9 +241,77 @@ func AnalyzeShard(w *ShardWindow, o HotOptions) ShardTraffic {
 		st.TopKeys = append(st.TopKeys, KeyShare{PartitionKey: k.key, Records: int64(math.Round(k.records)), Bytes: int64(math.Round(k.bytes)),
 			Share: ratio(measure(k), total), RecordShare: ratio(k.records, records), ByteShare: ratio(k.bytes, bytes)})
 	}
-	st.Verdict = verdict(w, &st, o)
 	st.OutsideRange = outside(w)
+	if out := outsideTraffic(w, st.WriteQuotaBy); out > 0 {
+		st.ExplicitShare = ratio(out, total)
+	}
+	if st.Sampled && len(w.Slices) > 0 {
+		lo, hi, read := sampleBounds(w)
+		if est := w.Estimated; est > 0 {
+			st.WriteQuotaLow, st.WriteQuotaHigh = st.WriteQuotaShare*lo/est, st.WriteQuotaShare*hi/est
+		}
+		st.ReadTimeShare = ratio(read, w.Covered.Seconds())
+	}
+	st.Verdict = verdict(w, &st, o)
 	return st
+}
+
+// outsideTraffic is the traffic (in measure m) of the records whose hash
+// lies outside the shard.
+func outsideTraffic(w *ShardWindow, m Measure) float64 {
+	t := 0.0
+	for _, r := range w.Records {
+		if !w.Range.Contains(r.Hash()) {
+			if m == ByBytes {
+				t += r.Weight * float64(r.Bytes)
+			} else {
+				t += r.Weight
+			}
+		}
+	}
+	return t
+}
+
+// sampleBounds bounds the number of records a sampled window holds from
+// the spread of its slices' rates: each cut slice's records stand for its
+// whole slice at the rate seen from its start to its cut, so slices that
+// disagree (bursts that one slice caught and the next did not) widen the
+// bounds. Estimate ± two standard errors, never below the records read
+// (and the exact slices), and with fewer than two cut slices nothing bounds
+// it from above (+Inf). read is the seconds of the window the records read
+// come from.
+func sampleBounds(w *ShardWindow) (lo, hi, read float64) {
+	var exact, est, secs2 float64
+	var rates []float64
+	for _, s := range w.Slices {
+		read += s.ReadSeconds
+		if !s.Cut {
+			exact += s.Records
+			continue
+		}
+		exact += float64(s.Read)
+		est += s.Records
+		if s.Seconds > 0 {
+			rates = append(rates, s.Records/s.Seconds)
+			secs2 += s.Seconds * s.Seconds
+		}
+	}
+	total := w.Estimated
+	if len(rates) < 2 {
+		return max(exact, 0), math.Inf(1), read
+	}
+	mean := 0.0
+	for _, r := range rates {
+		mean += r
+	}
+	mean /= float64(len(rates))
+	v := 0.0
+	for _, r := range rates {
+		v += (r - mean) * (r - mean)
+	}
+	v /= float64(len(rates) - 1)
+	se := math.Sqrt(v * secs2)
+	return max(exact, total-2*se), total + 2*se, read
 }
 
 func ratio(a, b float64) float64 {
@@ -234,19 +334,63 @@ func outside(w *ShardWindow) int {
 // verdict diagnoses a shard from its figures.
 func verdict(w *ShardWindow, st *ShardTraffic, o HotOptions) Verdict {
 	quota := fmt.Sprintf("%s of its write quota (%s)", PercentText(st.WriteQuotaShare), quotaText(st.WriteQuotaBy))
-	if st.WriteQuotaShare < o.HotShare || len(st.TopKeys) == 0 {
+	bounded := st.WriteQuotaHigh > 0
+	if bounded && st.WriteQuotaHigh > st.WriteQuotaLow {
+		quota += fmt.Sprintf(" by the sample, between %s and %s", PercentText(st.WriteQuotaLow), upperText(st.WriteQuotaHigh))
+	}
+	switch {
+	case len(st.TopKeys) == 0:
+		return Verdict{Kind: VerdictCold, Text: "cold: " + quota}
+	case bounded && st.WriteQuotaLow < o.HotShare && st.WriteQuotaHigh >= o.HotShare:
+		return Verdict{Kind: VerdictUncertain, Text: fmt.Sprintf("uncertain: %s; the sample is too thin to tell (%s read, from %s of the window's time): read more with --max-records, or a shorter window",
+			quota, plural(st.RecordsRead, "record"), PercentText(st.ReadTimeShare))}
+	case st.WriteQuotaShare < o.HotShare:
 		return Verdict{Kind: VerdictCold, Text: "cold: " + quota}
 	}
 	top := st.TopKeys[0]
-	if top.Share > o.OneKeyShare {
+	keyQuota := max(float64(top.Records)/st.Seconds/WriteRecordsPerSecond, float64(top.Bytes)/st.Seconds/WriteBytesPerSecond)
+	if st.Seconds <= 0 {
+		keyQuota = 0
+	}
+	if keyQuota > 1 {
 		return oneKey(st, top)
+	}
+	if st.ExplicitShare >= 0.5 {
+		return Verdict{Kind: VerdictExplicit, Text: fmt.Sprintf("explicit hash keys: %s of its traffic was written with explicit hash keys, whose place in the shard's range GetRecords does not return, so no split point can be read from it; the producer's ExplicitHashKey values would tell where to split", PercentText(st.ExplicitShare))}
 	}
 	k, lower, ok := splitPoint(w, st.WriteQuotaBy)
 	if !ok {
 		return oneKey(st, top) // every record in range has one hash
 	}
-	return Verdict{Kind: VerdictManyKeys, SplitAt: &k, LowerShare: lower, UpperShare: 1 - lower,
-		Text: fmt.Sprintf("many keys: splitting at hash %s would put %s / %s of its traffic on each child", k, PercentText(lower), PercentText(1-lower))}
+	known := 1 - st.ExplicitShare
+	v := Verdict{Kind: VerdictManyKeys, SplitAt: &k, LowerShare: lower * known, UpperShare: (1 - lower) * known}
+	v.LowerQuotaShare, v.UpperQuotaShare = st.WriteQuotaShare*v.LowerShare, st.WriteQuotaShare*v.UpperShare
+	if top.Share > o.OneKeyShare && max(v.LowerQuotaShare, v.UpperQuotaShare) > (1-minSplitGain)*st.WriteQuotaShare {
+		// The key is nearly all of it: the best split leaves it where it
+		// was, with the shard's load on one child.
+		return oneKey(st, top)
+	}
+	lead := "many keys: "
+	if top.Share > o.OneKeyShare {
+		lead = fmt.Sprintf("one key, %s, is %s of its traffic but writes %s of a shard's quota by itself: ", quoteKey(top.PartitionKey), PercentText(top.Share), PercentText(keyQuota))
+	}
+	v.Text = fmt.Sprintf("%ssplitting at hash %s would put %s / %s of its traffic on each child: %s and %s of a shard's write quota",
+		lead, k, PercentText(v.LowerShare), PercentText(v.UpperShare), PercentText(v.LowerQuotaShare), PercentText(v.UpperQuotaShare))
+	if st.ExplicitShare > 0 {
+		v.Text += fmt.Sprintf(", with %s of its traffic (written with explicit hash keys, whose place GetRecords does not return) on either side: the producer's ExplicitHashKey values would tell", PercentText(st.ExplicitShare))
+	}
+	if max(v.LowerQuotaShare, v.UpperQuotaShare) > 1 {
+		v.Text += "; a child stays over its quota: split it again, or scale"
+	}
+	return v
+}
+
+// upperText is an upper bound: "no bound" when there is none.
+func upperText(f float64) string {
+	if math.IsInf(f, 1) {
+		return "no bound (too few slices to say)"
+	}
+	return PercentText(f)
 }
 
 func oneKey(st *ShardTraffic, top KeyShare) Verdict {

@@ -110,6 +110,23 @@ type ShardWindow struct {
 	Stopped string
 	// Calls and Throttled count GetRecords attempts and refusals.
 	Calls, Throttled int
+	// Slices are the parts of the window that were read, in order: what
+	// the estimate of each stands on (hot's bounds come from their
+	// spread). Empty for a window not read by ReadWindows.
+	Slices []SliceEstimate
+}
+
+// SliceEstimate is one part of a window as it was read.
+type SliceEstimate struct {
+	// Seconds is the part of the window the slice stands for, ReadSeconds
+	// the part its records come from (less when it was cut).
+	Seconds, ReadSeconds float64
+	// Read records were read; they stand for Records (more when Cut: the
+	// slice held more than its share, and its rate from its start to the
+	// cut stands for the whole slice).
+	Read    int
+	Records float64
+	Cut     bool
 }
 
 // SampledShare is the share of the covered window's records that were

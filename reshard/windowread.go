@@ -413,6 +413,13 @@ func (w *windowReader) result() ShardWindow {
 		weight, covered := s.weight()
 		sw.Covered += covered
 		sw.Sampled = sw.Sampled || s.state == sliceCut
+		if covered > 0 {
+			est := SliceEstimate{Seconds: covered.Seconds(), ReadSeconds: covered.Seconds(), Read: len(s.recs), Records: weight * float64(len(s.recs)), Cut: s.state == sliceCut}
+			if est.Cut {
+				est.ReadSeconds = max(s.cut.Sub(s.start), time.Millisecond).Seconds()
+			}
+			sw.Slices = append(sw.Slices, est)
+		}
 		for _, r := range s.recs {
 			r.Weight = weight
 			sw.Records = append(sw.Records, r)

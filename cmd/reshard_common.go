@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -42,6 +44,8 @@ type ReshardOptions struct {
 	// time must have yielded (0: 1).
 	SampleMin int
 	Output    string
+	// PlanFile is a dry run's -o json plan to run as it is (--plan).
+	PlanFile string
 	// PollMin/PollMax tune the ACTIVE polling (tests shorten them).
 	PollMin, PollMax time.Duration
 
@@ -75,6 +79,7 @@ func addReshardFlags(c *cobra.Command, o *ReshardOptions, sampleHelp string) {
 	fl.DurationVar(&o.Wait, "wait", 10*time.Minute, "how long to wait for the stream to be ACTIVE after each call")
 	fl.IntVar(&o.Sample, "sample", 0, sampleHelp)
 	fl.DurationVar(&o.SampleWindow, "sample-window", reshard.DefaultSampleWindow, "how far back the traffic sample reads (--sample, --balanced)")
+	fl.StringVar(&o.PlanFile, "plan", "", "run the plan a dry run wrote (--dry-run -o json) to this `FILE`, as it is, after checking the stream still has the shards it was made from")
 }
 
 // completeReshard fills what the reshard commands share.
@@ -93,6 +98,12 @@ func (o *ReshardOptions) validateReshard() error {
 	}
 	if o.SampleWindow <= 0 {
 		return usageErrorf("--sample-window must be positive")
+	}
+	if o.given["plan"] && o.PlanFile == "" {
+		return usageErrorf("--plan needs the FILE a dry run wrote with -o json")
+	}
+	if o.PlanFile != "" && (o.given["sample"] || o.given["sample-window"]) {
+		return usageErrorf("--plan runs the previewed plan as it is, without a new sample: it does not go with --sample or --sample-window")
 	}
 	out, err := outputFormat(o.command, o.Output)
 	if err != nil {
@@ -118,7 +129,15 @@ func (o *ReshardOptions) runReshardGoal(ctx context.Context, f *Factory, goal re
 // shows the preview (or the JSON plan), asks, runs the plan and prints the
 // new layout.
 func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, goal reshard.Goal, opts *ReshardOptions) error {
-	plan, err := planReshard(ctx, f, api, ref, goal, opts)
+	var (
+		plan *reshard.Plan
+		err  error
+	)
+	if opts.PlanFile != "" {
+		plan, err = loadReshardPlan(ctx, api, ref, goal, opts.PlanFile)
+	} else {
+		plan, err = planReshard(ctx, f, api, ref, goal, opts)
+	}
 	if err != nil {
 		return err
 	}
@@ -225,6 +244,37 @@ func planReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Re
 		}
 	}
 	return reshard.NewPlan(in, goal)
+}
+
+// loadReshardPlan reads a dry run's plan (--plan FILE) and checks that it
+// does what the command line asks and still applies to the stream: what
+// runs is what was previewed, or nothing.
+func loadReshardPlan(ctx context.Context, api reshardAPI, ref kstream.Ref, goal reshard.Goal, path string) (*reshard.Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cannot read plan file %s: %w", path, err)
+	}
+	plan, err := reshard.ReadPlan(path, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := plan.CheckGoal(path, goal); err != nil {
+		return nil, err
+	}
+	sum, g, err := describeAndList(ctx, api, ref)
+	if err != nil {
+		return nil, err
+	}
+	in := reshard.Input{Stream: reshard.Stream{Name: ref.Name, ARN: sum.ARN, Status: sum.Status, Mode: sum.Mode}, Graph: g}
+	if err := plan.CheckStillApplies(path, in); err != nil {
+		return nil, err
+	}
+	plan.Notes = append(plan.Notes, fmt.Sprintf("This is the plan previewed in %s, run as it is: the stream still has the open shards it was made from.", path))
+	return plan, nil
 }
 
 // sampleReshardTraffic samples the given shards with a spinner on stderr.

@@ -48,7 +48,10 @@ hottest new shard as cool as any boundaries make it and, among those, the
 others as even as the order of the keys allows, in bytes, or in records
 with --by records. A partition key always lands on one shard, so a
 boundary never divides one key's records, and a key that carries more than
-1/N of the traffic is named; the other shards share what it leaves. A boundary already in place stays when it
+1/N of the traffic is named; the other shards share what it leaves. A new
+sample can move the boundaries: to run exactly the previewed plan, write it
+with --dry-run -o json and give it back with --plan FILE (refused if the
+stream's open shards have changed since). A boundary already in place stays when it
 divides the traffic within 5% of a shard's fair share of its target.
 
 --to equal to the open count is "nothing to do" and exits 0 (so scale --to

@@ -3,6 +3,8 @@ package cmd
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,5 +97,65 @@ func TestScaleBalancedFlags(t *testing.T) {
 		if r.code != 2 || r.stdout != "" || r.stderr != "error: "+tc.msg+"\n" {
 			t.Fatalf("%v: %+v", tc.args, r)
 		}
+	}
+}
+
+// TestScaleRunsThePreviewedPlan: the plan a dry run wrote (-o json) is run
+// as it is with --plan, whatever a new sample would say: the layout that
+// results is the one previewed. Once the stream has changed, the same
+// plan is refused and nothing is sent; so is a plan for another target.
+func TestScaleRunsThePreviewedPlan(t *testing.T) {
+	e, c, name := rsStream(t, 2)
+	var recs []emulator.Rec
+	for i := range 1500 {
+		recs = append(recs, emulator.Rec{PartitionKey: fmt.Sprintf("user-%d", i%700), Data: []byte("x")})
+	}
+	e.Put(t, c, name, recs)
+	// A sample smaller than the window: another run would sample anew.
+	r := runCLI(t, "", "", "scale", name, "--to", "5", "--balanced", "--sample", "300", "--dry-run", "-o", "json")
+	rsOK(t, r)
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(planFile, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	preview := rsParse(t, r.stdout)
+
+	// Another target than the plan's: refused before anything is sent.
+	r = runCLI(t, "", "", "scale", name, "--to", "4", "--balanced", "--plan", planFile, "--yes")
+	if r.code != 1 || !strings.Contains(r.stderr, "ends with 5 open shards, not 4,") || len(lines(r.stderr)) != 1 {
+		t.Fatalf("another target: exit %d, %q", r.code, r.stderr)
+	}
+	if got := rsOpenRanges(rsGraph(t, c, name)); len(got) != 2 {
+		t.Fatalf("a refused plan changed the stream: %v", got)
+	}
+	// --plan takes no new sample.
+	r = runCLI(t, "", "", "scale", name, "--to", "5", "--balanced", "--plan", planFile, "--sample", "300", "--yes")
+	if r.code != 2 || !strings.Contains(r.stderr, "--plan runs the previewed plan as it is") {
+		t.Fatalf("--plan --sample: exit %d, %q", r.code, r.stderr)
+	}
+
+	r = runCLI(t, "", "", "scale", name, "--to", "5", "--balanced", "--plan", planFile, "--yes", "-o", "json")
+	rsOK(t, r)
+	d := rsParse(t, r.stdout)
+	if !d.Result.Completed || len(d.Steps) != len(preview.Steps) {
+		t.Fatalf("run: %+v", d)
+	}
+	now := rsOpenRanges(rsGraph(t, c, name))
+	if len(now) != len(preview.After) {
+		t.Fatalf("open %v, previewed %+v", now, preview.After)
+	}
+	for i, s := range preview.After {
+		if now[i].Start.String() != s.HashKeyRange.Start || now[i].End.String() != s.HashKeyRange.End {
+			t.Fatalf("shard %d is %v, previewed %+v", i, now[i], s.HashKeyRange)
+		}
+	}
+
+	// The stream has changed since the preview: refused, nothing sent.
+	r = runCLI(t, "", "", "scale", name, "--to", "5", "--balanced", "--plan", planFile, "--yes")
+	if r.code != 1 || !strings.Contains(r.stderr, "are no longer those "+planFile+" was made from") || len(lines(r.stderr)) != 1 {
+		t.Fatalf("a stale plan: exit %d, %q", r.code, r.stderr)
+	}
+	if got := rsOpenRanges(rsGraph(t, c, name)); len(got) != 5 {
+		t.Fatalf("a stale plan changed the stream: %v", got)
 	}
 }

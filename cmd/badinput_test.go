@@ -94,7 +94,7 @@ func TestBadInput(t *testing.T) {
 	empty := cp("empty.json", "")
 	foreign := cp("foreign.json", doc(strings.TrimSuffix(arn, stream)+"another-stream", created, 1, "kinesis-shards/checkpoint"))
 	recreated := cp("recreated.json", doc(arn, "2020-01-01T00:00:00Z", 1, "kinesis-shards/checkpoint"))
-	newer := cp("newer.json", doc(arn, created, 4, "kinesis-shards/checkpoint"))
+	newer := cp("newer.json", doc(arn, created, 5, "kinesis-shards/checkpoint"))
 	otherKind := cp("other-kind.json", doc(arn, created, 1, "something-else"))
 	badSeq := cp("bad-seq.json", strings.Replace(doc(arn, created, 1, "kinesis-shards/checkpoint"), `"shards":{}`, `"shards":{"shardId-000000000000":{"sequenceNumber":"12ab"}}`, 1))
 	cpDir := filepath.Join(dir, "a-directory.json")
@@ -294,7 +294,7 @@ func TestBadInput(t *testing.T) {
 		{name: "checkpoint/empty", args: []string{"tail", stream, "--checkpoint", empty}, checkpoint: empty, code: 1, msg: "checkpoint file is not valid: " + empty},
 		{name: "checkpoint/another stream", args: []string{"tail", stream, "--checkpoint", foreign}, checkpoint: foreign, code: 1, msg: "checkpoint file belongs to another stream"},
 		{name: "checkpoint/stream re-created", args: []string{"tail", stream, "--checkpoint", recreated}, checkpoint: recreated, code: 1, msg: "a stream deleted and re-created under the same name is another stream"},
-		{name: "checkpoint/newer version", args: []string{"tail", stream, "--checkpoint", newer}, checkpoint: newer, code: 1, msg: "version 4 is newer than this kinesis-shards understands"},
+		{name: "checkpoint/newer version", args: []string{"tail", stream, "--checkpoint", newer}, checkpoint: newer, code: 1, msg: "version 5 is newer than this kinesis-shards understands"},
 		{name: "checkpoint/foreign kind", args: []string{"tail", stream, "--checkpoint", otherKind}, checkpoint: otherKind, code: 1, msg: `not a kinesis-shards checkpoint (kind "something-else")`},
 		{name: "checkpoint/bad sequence number", args: []string{"tail", stream, "--checkpoint", badSeq}, checkpoint: badSeq, code: 1, msg: `"12ab" is not a sequence number`},
 		{name: "checkpoint/a directory", args: []string{"tail", stream, "--checkpoint", cpDir}, code: 1, msg: "checkpoint file " + cpDir + " is a directory"},

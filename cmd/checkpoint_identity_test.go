@@ -48,6 +48,13 @@ func TestCheckpointIdentityHoldsDecompress(t *testing.T) {
 	if r.code != 0 || len(lines(r.stdout)) != 3 {
 		t.Fatalf("with --decompress after a run without: exit %d, %d lines (want the 3 errors), stderr %s", r.code, len(lines(r.stdout)), r.stderr)
 	}
+	// It says why it did not go on from the other run's file.
+	if !strings.Contains(r.stderr, "warning: no checkpoint of this run's options yet (") || !strings.Contains(r.stderr, "this run starts afresh") {
+		t.Fatalf("no word about the other run's file: %q", r.stderr)
+	}
+	if r := run("--decompress"); r.code != 0 || r.stdout != "" || strings.Contains(r.stderr, "warning") {
+		t.Fatalf("the same run again: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 
 	// An explicit file.
 	cp := filepath.Join(t.TempDir(), "cp.json")

@@ -195,7 +195,10 @@ func serverFailure(err error, class awserr.Class, respErr *smithyhttp.ResponseEr
 	} else {
 		b.WriteString("(no error code, ")
 	}
-	fmt.Fprintf(&b, "HTTP %d %s", class.Status, http.StatusText(class.Status))
+	fmt.Fprintf(&b, "HTTP %d", class.Status)
+	if t := http.StatusText(class.Status); t != "" {
+		b.WriteString(" " + t)
+	}
 	if class.RequestID != "" {
 		b.WriteString(", request id " + class.RequestID)
 	}

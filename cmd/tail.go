@@ -436,6 +436,7 @@ func openTailStore(f *Factory, sum *kstream.Summary, o *TailOptions) (tail.Store
 			return nil, "", err
 		}
 		path = p
+		warnOptionsCheckpoint(f, o, path)
 	}
 	id := tail.StreamIdentity{Name: sum.Name, ARN: sum.ARN, Created: sum.Created}
 	filter := tail.Filter{Shard: o.Shard}
@@ -448,7 +449,9 @@ func openTailStore(f *Factory, sum *kstream.Summary, o *TailOptions) (tail.Store
 	if o.jq != nil {
 		filter.Transform = o.JQ
 	}
-	filter.CWLogs, filter.Decompress = o.CWLogs, o.Decompress
+	// With --cwlogs, --decompress changes nothing (batches are unpacked
+	// anyway), so it is not part of what the run prints.
+	filter.CWLogs, filter.Decompress = o.CWLogs, o.Decompress && !o.CWLogs
 	store, err := tail.OpenFilteredFile(path, id, filter, func(w string) { fmt.Fprintln(f.IO.ErrOut, "warning: "+w) })
 	if err != nil {
 		return nil, "", err
@@ -490,10 +493,30 @@ func (o *TailOptions) filterSuffix() string {
 	if o.CWLogs {
 		name += ".cwlogs"
 	}
-	if o.Decompress {
+	if o.Decompress && !o.CWLogs {
 		name += ".decompress"
 	}
 	return name
+}
+
+// warnOptionsCheckpoint says why a --cwlogs or --decompress run with no
+// checkpoint of its own yet starts afresh although the file of the same
+// run without those options exists: builds before they were part of a
+// checkpoint's identity kept one file for both.
+func warnOptionsCheckpoint(f *Factory, o *TailOptions, path string) {
+	if !o.CWLogs && !o.Decompress {
+		return
+	}
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	plain := *o
+	plain.CWLogs, plain.Decompress = false, false
+	old := strings.TrimSuffix(path, o.filterSuffix()+".json") + plain.filterSuffix() + ".json"
+	if _, err := os.Stat(old); err != nil {
+		return
+	}
+	fmt.Fprintf(f.IO.ErrOut, "warning: no checkpoint of this run's options yet (%s); %s is that of runs without --cwlogs and --decompress (which earlier versions also used for them) and is not read: this run starts afresh\n", path, old)
 }
 
 // stateDir is $XDG_STATE_HOME, else ~/.local/state (%LocalAppData% on

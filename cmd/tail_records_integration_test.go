@@ -341,8 +341,8 @@ func TestTailCWLogs(t *testing.T) {
 
 // Resume inside a batch after --max-records: a run stopped after log event
 // 3 resumes at event 4, inside a KPL aggregate of batches too; the file
-// says where (version 3 while inside a batch, version 2 after: a --cwlogs
-// run's file names the option, whose positions count log events).
+// says where: version 4, a --cwlogs run's file, which names the option
+// (its positions count log events) so that builds before it refuse it.
 func TestTailCWLogsResumeAfterMaxRecords(t *testing.T) {
 	e, c, stream, env := oneShardStream(t)
 	putOneByOne(t, e, c, stream,
@@ -391,11 +391,11 @@ func TestTailCWLogsResumeAfterMaxRecords(t *testing.T) {
 		}
 	}
 	want := []step{
-		{[]string{"e0", "e1", "e2"}, 3, "SEQ0#2"},
-		{[]string{"e3", "e4", "e5"}, 2, "SEQ0"},
-		{[]string{"a0", "a1", "b0"}, 3, "SEQ1/1#0"},
-		{[]string{"b1", "b2", "f0"}, 2, "SEQ2"},
-		{nil, 2, "SEQ2"},
+		{[]string{"e0", "e1", "e2"}, 4, "SEQ0#2"},
+		{[]string{"e3", "e4", "e5"}, 4, "SEQ0"},
+		{[]string{"a0", "a1", "b0"}, 4, "SEQ1/1#0"},
+		{[]string{"b1", "b2", "f0"}, 4, "SEQ2"},
+		{nil, 4, "SEQ2"},
 	}
 	if fmt.Sprint(steps) != fmt.Sprint(want) {
 		t.Fatalf("runs of --max-records 3:\n got %v\nwant %v", steps, want)

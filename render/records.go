@@ -57,6 +57,9 @@ type RecordWriter struct {
 	theme  Theme
 	buf    []byte // for a record too big for the output buffer
 	times  timeCache
+	// pending counts the bytes handed to w since the last report of
+	// WriteReporting.
+	pending int
 }
 
 // NewRecordWriter writes to w in the given format.
@@ -76,11 +79,15 @@ func (rw *RecordWriter) Write(batch []tail.Record) error {
 // first n records have been written out (tail.WriteFunc); written may be
 // nil.
 func (rw *RecordWriter) WriteReporting(batch []tail.Record, written func(n int)) error {
+	rw.pending = 0
 	for i := range batch {
-		if i > 0 && rw.w.Buffered() >= flushEvery {
+		// Counted from what was handed to the buffer, not what is in it:
+		// a record bigger than the buffer goes out around it.
+		if i > 0 && rw.pending >= flushEvery {
 			if err := rw.w.Flush(); err != nil {
 				return err
 			}
+			rw.pending = 0
 			if written != nil {
 				written(i)
 			}
@@ -102,12 +109,15 @@ func (rw *RecordWriter) WriteReporting(batch []tail.Record, written func(n int))
 func (rw *RecordWriter) write(r *tail.Record) error {
 	if r.Out != nil {
 		// --jq: the lines were made already.
-		_, err := rw.w.Write(r.Out)
+		n, err := rw.w.Write(r.Out)
+		rw.pending += n
 		return err
 	}
 	if rw.format == RecordRaw && r.Log == nil {
 		// The payload goes from the record to the output buffer: one copy.
-		if _, err := rw.w.Write(r.Data); err != nil {
+		n, err := rw.w.Write(r.Data)
+		rw.pending += n + 1
+		if err != nil {
 			return err
 		}
 		return rw.w.WriteByte('\n')
@@ -134,7 +144,9 @@ func (rw *RecordWriter) write(r *tail.Record) error {
 	default:
 		b = appendRecordJSON(b, r, &rw.times)
 	}
-	if _, err := rw.w.Write(b); err != nil {
+	n, err := rw.w.Write(b)
+	rw.pending += n
+	if err != nil {
 		return err
 	}
 	if aside {

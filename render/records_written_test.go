@@ -26,11 +26,18 @@ func TestRecordWriterReportsWhatWasWritten(t *testing.T) {
 		logs[i] = tail.Record{ShardID: "shardId-000000000000", SequenceNumber: "7", ArrivalTime: time.Unix(1700000000, 0),
 			Log: &tail.LogEvent{Index: int64(i), Last: i == len(logs)-1, ID: fmt.Sprint(i), Message: strings.Repeat("m", 300), LogGroup: "g", LogStream: "s"}}
 	}
+	// Records bigger than the output buffer go out around it: each is
+	// reported once written.
+	big := make([]tail.Record, 8)
+	for i := range big {
+		big[i] = tail.Record{ShardID: "shardId-000000000000", SequenceNumber: fmt.Sprint(i), ArrivalTime: time.Unix(1700000000, 0), Data: []byte(strings.Repeat("x", 900<<10))}
+	}
 	for _, tc := range []struct {
 		name   string
 		format RecordFormat
 		batch  []tail.Record
-	}{{"json", RecordJSON, batch}, {"raw", RecordRaw, batch}, {"text", RecordText, batch}, {"cwlogs", RecordJSON, logs}} {
+	}{{"json", RecordJSON, batch}, {"raw", RecordRaw, batch}, {"text", RecordText, batch}, {"cwlogs", RecordJSON, logs},
+		{"big raw", RecordRaw, big}, {"big json", RecordJSON, big}} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Each record's line alone, to know where each one ends.
 			var ends []int
@@ -58,8 +65,9 @@ func TestRecordWriterReportsWhatWasWritten(t *testing.T) {
 			if reports[len(reports)-1] != len(tc.batch) {
 				t.Fatalf("last report %d of %d records", reports[len(reports)-1], len(tc.batch))
 			}
-			// About one report per 64 KiB of output.
-			if min := out.Len()/(flushEvery+8<<10) - 1; len(reports) < min {
+			// About one report per 64 KiB of output (or per record, when
+			// records are bigger).
+			if min := min(len(tc.batch), out.Len()/(flushEvery+8<<10)-1); len(reports) < min {
 				t.Fatalf("%d reports for %d bytes: want at least %d", len(reports), out.Len(), min)
 			}
 		})

@@ -83,6 +83,7 @@ func (r *reader) subscribe(ctx context.Context) error {
 	var fails failureRun
 	room := &eventRoom{ticket: pageTicket{budget: r.t.pages}}
 	defer room.ticket.drop()
+	defer r.holding.Store(false) // a paused event's records (event) are no longer anyone's
 	for {
 		knownClosed := r.closed.Load()
 		er, err := efo.NewReader(r.t.opts.EFO.API, r.efoOptions(start, &fails, room))
@@ -146,6 +147,10 @@ func (r *reader) event(b efo.Batch, knownClosed bool, fails *failureRun, room *e
 	if weight := eventWeight(b.Records); weight > 0 {
 		if !room.ticket.tryHold(weight) {
 			room.last = weight
+			// Records are waiting for room: never idle meanwhile. The
+			// event that delivers them (the resumed subscription's
+			// first) clears it.
+			r.holding.Store(len(b.Records) > 0)
 			return efo.ErrNoRoom
 		}
 		defer room.ticket.drop()

@@ -52,11 +52,17 @@ import (
 // before it would resume after the whole record and skip the rest of the
 // batch, so it must refuse the file; every other file keeps version 1 or
 // 2.
+//
+// Version 4 is a file whose filter holds --cwlogs or --decompress, which
+// builds before them would ignore (and so accept the file for a run
+// without them, the mistake the identity exists to stop): they refuse it.
+// It may hold in-batch positions too.
 const (
 	fileKind            = "kinesis-shards/checkpoint"
 	fileVersion         = 1
 	fileVersionFiltered = 2
 	fileVersionInBatch  = 3
+	fileVersionOptions  = 4
 )
 
 // Filter is the identity of what a checkpoint file's run printed: the
@@ -291,6 +297,9 @@ func (s *FileStore) Save(_ context.Context, positions map[string]Position) error
 			doc.Shards[id] = fsh
 		}
 	}
+	if s.filter.CWLogs || s.filter.Decompress {
+		doc.Version = fileVersionOptions
+	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
@@ -406,8 +415,10 @@ func decodeCheckpoint(b []byte) (*fileDoc, error) {
 		return nil, errors.New("a version 2 file needs a filter: a key or a shard (not both), expressions, --cwlogs or --decompress")
 	case doc.Version == fileVersionInBatch && doc.Filter != nil && !oneFilter:
 		return nil, errors.New("a filter needs a key or a shard (not both), expressions, --cwlogs or --decompress")
-	case doc.Version > fileVersionInBatch:
-		return nil, fmt.Errorf("version %d is newer than this kinesis-shards understands (%d)", doc.Version, fileVersionInBatch)
+	case doc.Version == fileVersionOptions && (doc.Filter == nil || !doc.Filter.CWLogs && !doc.Filter.Decompress):
+		return nil, errors.New("a version 4 file needs --cwlogs or --decompress in its filter")
+	case doc.Version > fileVersionOptions:
+		return nil, fmt.Errorf("version %d is newer than this kinesis-shards understands (%d)", doc.Version, fileVersionOptions)
 	case doc.Version < fileVersion:
 		return nil, fmt.Errorf("unknown version %d", doc.Version)
 	}
@@ -431,7 +442,7 @@ func decodeCheckpoint(b []byte) (*fileDoc, error) {
 			return nil, fmt.Errorf("shard %s: %q is not a sequence number", shard, f.SequenceNumber)
 		case f.SubSequenceNumber != nil && *f.SubSequenceNumber < 0:
 			return nil, fmt.Errorf("shard %s: negative subSequenceNumber", shard)
-		case f.LogEventIndex != nil && doc.Version != fileVersionInBatch:
+		case f.LogEventIndex != nil && doc.Version != fileVersionInBatch && doc.Version != fileVersionOptions:
 			return nil, fmt.Errorf("shard %s: logEventIndex in a version %d file", shard, doc.Version)
 		case f.LogEventIndex != nil && *f.LogEventIndex < 0:
 			return nil, fmt.Errorf("shard %s: negative logEventIndex", shard)

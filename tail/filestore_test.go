@@ -81,8 +81,8 @@ func TestFileStoreRefusals(t *testing.T) {
 		{name: "empty file", setup: func(t *testing.T, p string) { os.WriteFile(p, nil, 0o600) }, want: ErrCorrupt},
 		{name: "other tool's json", setup: func(t *testing.T, p string) { os.WriteFile(p, []byte(`{"a":1}`), 0o600) }, want: ErrCorrupt, text: "not a kinesis-shards checkpoint"},
 		{name: "newer version", setup: func(t *testing.T, p string) {
-			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":4,"streamArn":"x","streamCreated":"2026-11-30T10:00:00Z"}`), 0o600)
-		}, want: ErrCorrupt, text: "version 4 is newer than this kinesis-shards understands (3)"},
+			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":5,"streamArn":"x","streamCreated":"2026-11-30T10:00:00Z"}`), 0o600)
+		}, want: ErrCorrupt, text: "version 5 is newer than this kinesis-shards understands (4)"},
 		{name: "bad sequence", setup: func(t *testing.T, p string) {
 			os.WriteFile(p, []byte(`{"kind":"kinesis-shards/checkpoint","version":1,"streamArn":"`+testID.ARN+`","streamCreated":"2026-11-30T10:00:00Z","shards":{"s":{"sequenceNumber":"01"}}}`), 0o600)
 		}, want: ErrCorrupt, text: "not a sequence number"},
@@ -453,7 +453,9 @@ func TestDecodeCheckpointLogEventIndex(t *testing.T) {
 		{"negative", doc(3, "", `{"sequenceNumber":"12","logEventIndex":-1}`), "shard s: negative logEventIndex"},
 		{"with shardEnd", doc(3, "", `{"shardEnd":true,"logEventIndex":1}`), "shard s is both at SHARD_END and inside a batch"},
 		{"without a sequence number", doc(3, "", `{"logEventIndex":1}`), `shard s: "" is not a sequence number`},
-		{"version 4", doc(4, "", `{"sequenceNumber":"12"}`), "version 4 is newer than this kinesis-shards understands (3)"},
+		{"version 4", doc(4, `,"filter":{"cwlogs":true}`, `{"sequenceNumber":"12","logEventIndex":4}`), ""},
+		{"version 4 without its options", doc(4, `,"filter":{"key":"k"}`, `{"sequenceNumber":"12"}`), "a version 4 file needs --cwlogs or --decompress in its filter"},
+		{"version 5", doc(5, "", `{"sequenceNumber":"12"}`), "version 5 is newer than this kinesis-shards understands (4)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := decodeCheckpoint(c.b)

@@ -188,6 +188,7 @@ type Reader struct {
 	failures   int
 	inUseSince time.Time // of the current run of ResourceInUseException
 	inUseTries int
+	throttles  int        // throttled subscriptions in a row
 	rng        *rand.Rand // the jitter of the waits
 
 	mu    sync.Mutex
@@ -263,6 +264,13 @@ func (r *Reader) Run(ctx context.Context, deliver func(context.Context, Batch) e
 		res := r.subscribe(ctx, pos, deliver)
 		switch {
 		case res.paused:
+			if res.opened && res.events > 0 {
+				// Progress: as after() counts it, the end of a run of
+				// failures or of ResourceInUseException (which the
+				// service answers for a while after the subscription
+				// just closed).
+				r.failures, r.throttles, r.inUseSince, r.inUseTries = 0, 0, time.Time{}, 0
+			}
 			r.count(func(s *Stats) { s.Pauses++ })
 			r.logf("no room for subscription #%d's next event (the output is behind); subscription closed until there is", res.n)
 			if r.o.AwaitRoom != nil {
@@ -328,7 +336,7 @@ func (r *Reader) after(res result) (time.Duration, error) {
 	// Progress, or a subscription that held for a while, ends a run of
 	// failures or of ResourceInUseException.
 	if res.opened && res.events > 0 && kind != kindInUse {
-		r.failures, r.inUseSince, r.inUseTries = 0, time.Time{}, 0
+		r.failures, r.throttles, r.inUseSince, r.inUseTries = 0, 0, time.Time{}, 0
 	}
 	if res.opened && res.took >= r.o.InUseTimeout {
 		r.inUseSince, r.inUseTries = time.Time{}, 0
@@ -369,8 +377,10 @@ func (r *Reader) after(res result) (time.Duration, error) {
 		}
 		d := r.backoff(r.o.RetryBackoff, maxBackoff, r.failures)
 		if kind == kindThrottled {
-			// Refused for the rest of the second: never sooner than one.
-			d = max(d, pacing.AfterThrottle(r.rng, r.failures))
+			// Refused for the rest of the second: never sooner than one,
+			// longer under throttles in a row (not failures of any kind).
+			r.throttles++
+			d = max(d, pacing.AfterThrottle(r.rng, r.throttles))
 		}
 		what := "SubscribeToShard"
 		if res.opened {

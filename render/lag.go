@@ -44,7 +44,7 @@ func LagTable(w io.Writer, r *consumer.Report, o LagOptions) error {
 			behind = FormatBehind(time.Duration(*s.MillisBehindLatest) * time.Millisecond)
 		}
 		row := []string{displayID(s.ShardID, o.ShortIDs), lagStateStyle(th, s.State)(string(s.State)),
-			text.OrDash(lagPosition(s, o.ShortIDs)), behind, text.OrDash(s.Owner), lagNote(s, o.ShortIDs)}
+			text.OrDash(lagPosition(s, o.ShortIDs)), behind, text.OrDash(lagOwner(s)), lagNote(s, o.ShortIDs)}
 		if !owners {
 			row = slices.Delete(row, 4, 5)
 		}
@@ -159,4 +159,12 @@ func FormatBehind(d time.Duration) string {
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// lagOwner is the lease's owner, or "a → b" while a hands it over to b.
+func lagOwner(s consumer.ShardLag) string {
+	if s.HandingOver != "" {
+		return s.HandingOver + " → " + s.Owner
+	}
+	return s.Owner
 }

@@ -39,6 +39,12 @@ type Assignment struct {
 	// worker holds (none, or expired), and which this worker did not
 	// take. Nobody reads them until a worker does: --idle-exit waits.
 	Free map[string]bool
+	// HandOff: shards of ours another worker asked for. The tail stops
+	// their readers, and hands each over with the position of the last
+	// record written (Leases.HandOff), so that the other worker goes on
+	// from there instead of printing again what we wrote since the last
+	// checkpoint.
+	HandOff map[string]bool
 }
 
 // ErrLeaseLost: another worker took the shard.
@@ -60,6 +66,10 @@ type Leases interface {
 	// (Position.From) where its reading started; ErrLeaseLost when it is
 	// no longer held.
 	Checkpoint(ctx context.Context, shard string, p Position) error
+	// HandOff checkpoints p, where a shard of Assignment.HandOff stopped,
+	// and gives the lease to the worker that asked for it, in one write;
+	// ErrLeaseLost when it is no longer ours to give.
+	HandOff(ctx context.Context, shard string, p Position) error
 	// Release gives back every held lease.
 	Release(ctx context.Context) error
 	// SyncInterval is how often Sync must run (well inside the lease

@@ -26,9 +26,12 @@ type leaseSync struct {
 	// delivery under way finishes first.
 	margin time.Duration
 
-	held   map[string]time.Time // shard -> from when others may take it
-	starts map[string]StartMode // where held shards without a position start
-	free   map[string]bool      // ready shards no worker holds (Assignment.Free)
+	held map[string]time.Time // shard -> from when others may take it
+	// handing: shards being handed over to a worker that asked (a
+	// HandOff write in flight).
+	handing map[string]bool
+	starts  map[string]StartMode // where held shards without a position start
+	free    map[string]bool      // ready shards no worker holds (Assignment.Free)
 	// epoch counts what changes which leases are free or ours: a SHARD_END
 	// of ours in the table, a shard new to the listing. answered is the
 	// epoch the last answered sync began in: until it catches up, a shard
@@ -74,7 +77,7 @@ type checkpointResult struct {
 const checkpointConcurrency = 16
 
 func newLeaseSync(t *Tailer, c Leases) *leaseSync {
-	ls := &leaseSync{t: t, c: c, margin: c.LeaseDuration() / 10, held: map[string]time.Time{}, saved: map[string]Position{},
+	ls := &leaseSync{t: t, c: c, margin: c.LeaseDuration() / 10, held: map[string]time.Time{}, saved: map[string]Position{}, handing: map[string]bool{},
 		expiry: time.NewTimer(time.Hour), retry: time.NewTimer(time.Hour), rand: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
 	ls.expiry.Stop()
 	ls.retry.Stop()
@@ -97,7 +100,7 @@ func (ls *leaseSync) first(ctx context.Context) error {
 		return err
 	}
 	ls.lastAnswer, ls.answered = ls.t.now(), epoch
-	ls.apply(a)
+	ls.apply(ctx, a)
 	return nil
 }
 
@@ -184,7 +187,7 @@ func (ls *leaseSync) onSync(ctx context.Context, ev syncEvent) {
 	default:
 		ls.lastAnswer, ls.warned, ls.failing, ls.syncWarned = ls.t.now(), false, false, false
 		ls.answered = ev.epoch
-		ls.apply(ev.a)
+		ls.apply(ctx, ev.a)
 	}
 	ls.t.schedule()
 	if ls.syncDue {
@@ -195,7 +198,7 @@ func (ls *leaseSync) onSync(ctx context.Context, ev syncEvent) {
 // apply takes a sync's answer: positions other workers reached (for the
 // parents-first rule), the shards we hold; then it stops the readers of
 // shards we lost.
-func (ls *leaseSync) apply(a *Assignment) {
+func (ls *leaseSync) apply(ctx context.Context, a *Assignment) {
 	t := ls.t
 	ls.held, ls.starts, ls.free = a.Held, a.Starts, a.Free
 	if ls.held == nil {
@@ -216,7 +219,62 @@ func (ls *leaseSync) apply(a *Assignment) {
 		t.positions[id], ls.saved[id] = p, p
 	}
 	t.mu.Unlock()
+	ls.handOff(ctx, a.HandOff)
 	ls.enforce()
+}
+
+type handOffEvent struct {
+	id  string
+	p   Position
+	err error
+}
+
+// handOff stops the readers of shards another worker asked for and hands
+// each over at the position of its last record written: the other worker
+// goes on from there, so nothing is printed twice beyond a write that was
+// under way when the reader stopped.
+func (ls *leaseSync) handOff(ctx context.Context, ids map[string]bool) {
+	t := ls.t
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		if ls.handing[id] {
+			continue
+		}
+		ls.handing[id] = true
+		delete(ls.held, id)
+		if s := t.shards[id]; s != nil && s.status == statusRunning {
+			t.opts.Logf("shard %s: another worker asked for its lease; stopping its reader to hand it over", id)
+			t.stopReader(s)
+		}
+		t.mu.Lock()
+		p := t.positions[id]
+		t.mu.Unlock()
+		ls.wg.Add(1)
+		go func() {
+			defer ls.wg.Done()
+			hctx, cancel := context.WithTimeout(ctx, ls.c.LeaseDuration())
+			defer cancel()
+			t.send(handOffEvent{id: id, p: p, err: ls.c.HandOff(hctx, id, p)})
+		}()
+	}
+}
+
+// onHandOff takes the answer of a hand-off. One that failed is asked for
+// again by the next sync (the lease is still ours to hand over).
+func (ls *leaseSync) onHandOff(ev handOffEvent) {
+	t := ls.t
+	delete(ls.handing, ev.id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case ev.err == nil:
+		ls.saved[ev.id] = ev.p
+		t.opts.Logf("shard %s: handed over at %s", ev.id, ev.p)
+	case errors.Is(ev.err, ErrLeaseLost):
+		t.positions[ev.id] = ls.saved[ev.id]
+		t.opts.Logf("shard %s: %v", ev.id, ev.err)
+	default:
+		t.opts.Logf("shard %s: handing over failed (the next sync asks again): %v", ev.id, ev.err)
+	}
 }
 
 // enforce stops every reader whose shard we may no longer read (lost, or

@@ -40,9 +40,10 @@ func (c *scriptedLeases) Checkpoint(ctx context.Context, shard string, p Positio
 	return nil
 }
 
-func (c *scriptedLeases) Release(context.Context) error { return nil }
-func (c *scriptedLeases) SyncInterval() time.Duration   { return time.Hour }
-func (c *scriptedLeases) LeaseDuration() time.Duration  { return 3 * time.Hour }
+func (c *scriptedLeases) Release(context.Context) error                   { return nil }
+func (c *scriptedLeases) HandOff(context.Context, string, Position) error { return nil }
+func (c *scriptedLeases) SyncInterval() time.Duration                     { return time.Hour }
+func (c *scriptedLeases) LeaseDuration() time.Duration                    { return 3 * time.Hour }
 
 func leaseTailer(c Leases) *Tailer {
 	t := New(nil, NewMemoryStore(nil), Options{Leases: c}, nil)
@@ -72,7 +73,7 @@ func TestStaleSyncKeepsOurShardEnd(t *testing.T) {
 	tl := leaseTailer(c)
 	tl.positions["x"] = Position{ShardEnd: true}
 	checkpointNow(tl)
-	tl.lease.apply(&Assignment{Positions: map[string]Position{"x": {SequenceNumber: "5"}}, Held: heldFor("x")})
+	tl.lease.apply(context.Background(), &Assignment{Positions: map[string]Position{"x": {SequenceNumber: "5"}}, Held: heldFor("x")})
 	if s := tl.shards["x"]; s.status != statusDone || !tl.positionOf("x").ShardEnd {
 		t.Fatalf("status %v, position %v: a stale sync undid SHARD_END", s.status, tl.positionOf("x"))
 	}
@@ -90,7 +91,7 @@ func TestRefusedShardEndIsReadAgain(t *testing.T) {
 	if s := tl.shards["x"]; s.status != statusPending || tl.positionOf("x") != (Position{SequenceNumber: "5"}) {
 		t.Fatalf("status %v, position %v after a refused SHARD_END", s.status, tl.positionOf("x"))
 	}
-	tl.lease.apply(&Assignment{Positions: map[string]Position{"x": {SequenceNumber: "7"}}, Held: heldFor("x")})
+	tl.lease.apply(context.Background(), &Assignment{Positions: map[string]Position{"x": {SequenceNumber: "7"}}, Held: heldFor("x")})
 	if tl.positionOf("x") != (Position{SequenceNumber: "7"}) {
 		t.Fatalf("position %v, want the table's", tl.positionOf("x"))
 	}
@@ -205,9 +206,10 @@ func (f *fakeLeases) Checkpoint(ctx context.Context, shard string, p Position) e
 	return nil
 }
 
-func (f *fakeLeases) Release(context.Context) error { return nil }
-func (f *fakeLeases) SyncInterval() time.Duration   { return f.d / 3 }
-func (f *fakeLeases) LeaseDuration() time.Duration  { return f.d }
+func (f *fakeLeases) Release(context.Context) error                   { return nil }
+func (f *fakeLeases) HandOff(context.Context, string, Position) error { return nil }
+func (f *fakeLeases) SyncInterval() time.Duration                     { return f.d / 3 }
+func (f *fakeLeases) LeaseDuration() time.Duration                    { return f.d }
 
 // A table that hangs (rather than fails) stops the readers before their
 // leases may be taken: nothing is delivered from then on until a renewal

@@ -271,6 +271,9 @@ func (t *Tailer) handle(ctx context.Context, ev event) error {
 		t.lease.onSync(ctx, ev)
 	case checkpointEvent:
 		t.lease.onCheckpoint(ctx, ev)
+	case handOffEvent:
+		t.lease.onHandOff(ev)
+		t.schedule()
 	}
 	return nil
 }

@@ -77,9 +77,13 @@ type ShardLag struct {
 	LogEventIndex *int64 `json:"logEventIndex,omitempty"`
 	// MillisBehindLatest is how far the position is behind the shard's
 	// tip; null when it was not measured (finished, trimmed, failed).
-	MillisBehindLatest *int64   `json:"millisBehindLatest"`
-	Owner              string   `json:"owner,omitempty"`
-	BlockedBy          []string `json:"blockedBy,omitempty"`
+	MillisBehindLatest *int64 `json:"millisBehindLatest"`
+	// Owner is the lease's owner; while it is handed over (the KCL 3's
+	// graceful hand-off), HandingOver is the worker still reading it and
+	// Owner the one it goes to.
+	Owner       string   `json:"owner,omitempty"`
+	HandingOver string   `json:"handingOverFrom,omitempty"`
+	BlockedBy   []string `json:"blockedBy,omitempty"`
 	// Error says why MillisBehindLatest could not be read.
 	Error string `json:"error,omitempty"`
 	// Note says why it was not asked for, when a position says where to
@@ -301,7 +305,7 @@ func FromLeases(g *lineage.Graph, d *leases.Diagnosis) []ShardLag {
 		}
 		cp := ""
 		if l != nil {
-			sl.Owner, sl.Position, cp = l.Owner, l.Checkpoint, l.Checkpoint
+			sl.Owner, sl.HandingOver, sl.Position, cp = l.Owner, l.CheckpointOwner, l.Checkpoint, l.Checkpoint
 		}
 		switch {
 		case dl != nil && dl.Finished:

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -128,10 +129,11 @@ func (w *Worker) create(ctx context.Context, s tail.ShardInfo, first bool) (*Lea
 func (w *Worker) bump(ctx context.Context, shard string, counter int64) (int64, error) {
 	out, err := call(ctx, w, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
 		return w.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:           aws.String(w.opts.Table),
-			Key:                 map[string]types.AttributeValue{attrKey: &types.AttributeValueMemberS{Value: shard}},
-			UpdateExpression:    aws.String("SET leaseCounter = leaseCounter + :one"),
-			ConditionExpression: aws.String("leaseOwner = :me AND leaseCounter = :c"),
+			TableName:        aws.String(w.opts.Table),
+			Key:              map[string]types.AttributeValue{attrKey: &types.AttributeValueMemberS{Value: shard}},
+			UpdateExpression: aws.String("SET leaseCounter = leaseCounter + :one"),
+			// Ours, or ours to hand over (checkpointOwner) until we let go.
+			ConditionExpression: aws.String("(leaseOwner = :me OR checkpointOwner = :me) AND leaseCounter = :c"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":one": &types.AttributeValueMemberN{Value: "1"},
 				":me":  &types.AttributeValueMemberS{Value: w.opts.WorkerID},
@@ -167,7 +169,7 @@ func (w *Worker) take(ctx context.Context, l *Lease) bool {
 		return w.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(w.opts.Table),
 			Key:                       map[string]types.AttributeValue{attrKey: &types.AttributeValueMemberS{Value: l.Key}},
-			UpdateExpression:          aws.String("SET leaseOwner = :me, leaseCounter = leaseCounter + :one, ownerSwitchesSinceCheckpoint = if_not_exists(ownerSwitchesSinceCheckpoint, :zero) + :one"),
+			UpdateExpression:          aws.String("SET leaseOwner = :me, leaseCounter = leaseCounter + :one, ownerSwitchesSinceCheckpoint = if_not_exists(ownerSwitchesSinceCheckpoint, :zero) + :one REMOVE " + attrCheckpointOwn + ", " + attrHandOffBy),
 			ConditionExpression:       aws.String(cond),
 			ExpressionAttributeValues: vals,
 			ReturnValues:              types.ReturnValueAllNew,
@@ -183,14 +185,18 @@ func (w *Worker) take(ctx context.Context, l *Lease) bool {
 	if err != nil || !ok {
 		return false
 	}
-	prev := l.Owner
+	prev, handing := l.Owner, l.CheckpointOwner
 	l.Owner, l.Counter, l.Checkpoint, l.SubSequence, l.From = w.opts.WorkerID, got.Counter, got.Checkpoint, got.SubSequence, got.From
+	l.CheckpointOwner, l.HandOffBy = "", 0
 	w.mu.Lock()
 	w.held[l.ShardID] = heldLease{counter: got.Counter, until: sent.Add(w.opts.LeaseDuration)}
 	w.mu.Unlock()
-	if prev != "" {
+	switch {
+	case handing != "":
+		w.opts.Logf("lease %s: taken at %s: %s did not hand it over in time", l.ShardID, l.Checkpoint, handing)
+	case prev != "":
 		w.opts.Logf("lease %s: taken over from %s at %s", l.ShardID, prev, l.Checkpoint)
-	} else {
+	default:
 		w.opts.Logf("lease %s: taken at %s", l.ShardID, l.Checkpoint)
 	}
 	return true
@@ -205,39 +211,21 @@ func (w *Worker) Checkpoint(ctx context.Context, shard string, p tail.Position) 
 	if !ok {
 		return fmt.Errorf("checkpoint %s: %w", shard, tail.ErrLeaseLost)
 	}
-	vals := map[string]types.AttributeValue{
-		":zero": &types.AttributeValueMemberN{Value: "0"},
-		":me":   &types.AttributeValueMemberS{Value: w.opts.WorkerID},
-	}
-	var update string
-	switch {
-	case p.ShardEnd:
-		// Finished: nobody holds it any more.
-		update = "SET checkpoint = :cp, checkpointSubSequenceNumber = :zero, ownerSwitchesSinceCheckpoint = :zero REMOVE leaseOwner, " + attrFrom + ", " + attrLogEvent
-		vals[":cp"] = &types.AttributeValueMemberS{Value: ShardEnd}
-	case p.SequenceNumber != "":
-		update = "SET checkpoint = :cp, checkpointSubSequenceNumber = :sub, ownerSwitchesSinceCheckpoint = :zero"
-		if p.InBatch {
-			update += ", " + attrLogEvent + " = :ev REMOVE " + attrFrom
-			vals[":ev"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(p.LogEventIndex, 10)}
-		} else {
-			update += " REMOVE " + attrFrom + ", " + attrLogEvent
-		}
-		vals[":cp"] = &types.AttributeValueMemberS{Value: p.SequenceNumber}
-		vals[":sub"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(p.SubSequence, 10)}
-	case !p.From.IsZero():
-		update = "SET checkpoint = :cp, checkpointSubSequenceNumber = :zero, " + attrFrom + " = :from REMOVE " + attrLogEvent
-		vals[":cp"] = &types.AttributeValueMemberS{Value: AtTimestamp}
-		vals[":from"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(p.From.UnixMilli(), 10)}
-	default:
+	sets, removes, vals := checkpointUpdate(p)
+	if sets == nil {
 		return nil
+	}
+	vals[":me"] = &types.AttributeValueMemberS{Value: w.opts.WorkerID}
+	update := "SET " + strings.Join(sets, ", ")
+	if len(removes) > 0 {
+		update += " REMOVE " + strings.Join(removes, ", ")
 	}
 	_, err := call(ctx, w, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
 		return w.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(w.opts.Table),
 			Key:                       map[string]types.AttributeValue{attrKey: &types.AttributeValueMemberS{Value: shard}},
 			UpdateExpression:          aws.String(update),
-			ConditionExpression:       aws.String("leaseOwner = :me"),
+			ConditionExpression:       aws.String("(leaseOwner = :me OR checkpointOwner = :me)"),
 			ExpressionAttributeValues: vals,
 		})
 	})
@@ -258,6 +246,107 @@ func (w *Worker) Checkpoint(ctx context.Context, shard string, p tail.Position) 
 	return nil
 }
 
+// checkpointUpdate is what a checkpoint at p sets and removes (nil sets:
+// nothing to write).
+func checkpointUpdate(p tail.Position) (sets, removes []string, vals map[string]types.AttributeValue) {
+	vals = map[string]types.AttributeValue{":zero": &types.AttributeValueMemberN{Value: "0"}}
+	switch {
+	case p.ShardEnd:
+		// Finished: nobody holds it any more.
+		vals[":cp"] = &types.AttributeValueMemberS{Value: ShardEnd}
+		return []string{"checkpoint = :cp", "checkpointSubSequenceNumber = :zero", "ownerSwitchesSinceCheckpoint = :zero"},
+			[]string{"leaseOwner", attrFrom, attrLogEvent}, vals
+	case p.SequenceNumber != "":
+		vals[":cp"] = &types.AttributeValueMemberS{Value: p.SequenceNumber}
+		vals[":sub"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(p.SubSequence, 10)}
+		sets = []string{"checkpoint = :cp", "checkpointSubSequenceNumber = :sub", "ownerSwitchesSinceCheckpoint = :zero"}
+		if p.InBatch {
+			vals[":ev"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(p.LogEventIndex, 10)}
+			return append(sets, attrLogEvent+" = :ev"), []string{attrFrom}, vals
+		}
+		return sets, []string{attrFrom, attrLogEvent}, vals
+	case !p.From.IsZero():
+		vals[":cp"] = &types.AttributeValueMemberS{Value: AtTimestamp}
+		vals[":from"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(p.From.UnixMilli(), 10)}
+		return []string{"checkpoint = :cp", "checkpointSubSequenceNumber = :zero", attrFrom + " = :from"}, []string{attrLogEvent}, vals
+	}
+	return nil, nil, nil
+}
+
+// requestHandOff asks the live owner of a lease for it, as the KCL 3's
+// graceful hand-off does: leaseOwner becomes us and checkpointOwner the
+// owner, which goes on renewing it, checkpoints what it wrote, and then
+// lets go (HandOff). The counter does not move, so the owner's renewals
+// go on; the condition makes sure nobody changed the lease since the scan
+// and no other hand-off is under way. We wait until HandOffBy at most;
+// after that, or once the owner stops renewing, we take it.
+func (w *Worker) requestHandOff(ctx context.Context, l *Lease) bool {
+	by := w.opts.Now().Add(w.handOffTimeout()).UnixMilli()
+	_, err := call(ctx, w, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+		return w.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:           aws.String(w.opts.Table),
+			Key:                 map[string]types.AttributeValue{attrKey: &types.AttributeValueMemberS{Value: l.Key}},
+			UpdateExpression:    aws.String("SET leaseOwner = :me, " + attrCheckpointOwn + " = :old, " + attrHandOffBy + " = :by"),
+			ConditionExpression: aws.String("leaseOwner = :old AND leaseCounter = :c AND attribute_not_exists(" + attrCheckpointOwn + ")"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":me":  &types.AttributeValueMemberS{Value: w.opts.WorkerID},
+				":old": &types.AttributeValueMemberS{Value: l.Owner},
+				":c":   &types.AttributeValueMemberN{Value: strconv.FormatInt(l.Counter, 10)},
+				":by":  &types.AttributeValueMemberN{Value: strconv.FormatInt(by, 10)},
+			},
+		})
+	})
+	if err != nil {
+		if !conflict(err) {
+			w.opts.Logf("lease %s: asking %s for it failed: %v", l.ShardID, l.Owner, err)
+		}
+		return false
+	}
+	w.opts.Logf("lease %s: asked %s to hand it over (it checkpoints what it wrote, then lets go)", l.ShardID, l.Owner)
+	l.CheckpointOwner, l.Owner, l.HandOffBy = l.Owner, w.opts.WorkerID, by
+	return true
+}
+
+// HandOff implements tail.Leases: the last checkpoint of a lease another
+// worker asked for (p, what was written before its reader stopped), and
+// in the same write the lease passes to that worker (checkpointOwner
+// removed, the counter moved, so that it takes it as its own).
+func (w *Worker) HandOff(ctx context.Context, shard string, p tail.Position) error {
+	// (Read to its end meanwhile, it is finished: nobody's.)
+	sets, removes, vals := checkpointUpdate(p)
+	removes = append(removes, attrCheckpointOwn, attrHandOffBy)
+	if vals == nil {
+		vals = map[string]types.AttributeValue{}
+	}
+	vals[":me"] = &types.AttributeValueMemberS{Value: w.opts.WorkerID}
+	vals[":one"] = &types.AttributeValueMemberN{Value: "1"}
+	sets = append(sets, "leaseCounter = leaseCounter + :one")
+	update := "SET " + strings.Join(sets, ", ") + " REMOVE " + strings.Join(removes, ", ")
+	_, err := call(ctx, w, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+		return w.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(w.opts.Table),
+			Key:                       map[string]types.AttributeValue{attrKey: &types.AttributeValueMemberS{Value: shard}},
+			UpdateExpression:          aws.String(update),
+			ConditionExpression:       aws.String(attrCheckpointOwn + " = :me"),
+			ExpressionAttributeValues: vals,
+		})
+	})
+	w.mu.Lock()
+	if err == nil || conflict(err) {
+		delete(w.held, shard)
+		delete(w.handing, shard)
+	}
+	w.mu.Unlock()
+	switch {
+	case conflict(err):
+		return fmt.Errorf("hand over %s: %w", shard, tail.ErrLeaseLost)
+	case err != nil:
+		return fmt.Errorf("hand over %s: %w", shard, err)
+	}
+	w.opts.Logf("lease %s: handed over at %s", shard, p)
+	return nil
+}
+
 // Release implements tail.Leases: every held lease loses its owner, so
 // other workers take it at once instead of after a lease duration.
 func (w *Worker) Release(ctx context.Context) error {
@@ -269,10 +358,12 @@ func (w *Worker) Release(ctx context.Context) error {
 	parallel(len(shards), func(i int) {
 		_, err := call(ctx, w, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
 			return w.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName:           aws.String(w.opts.Table),
-				Key:                 map[string]types.AttributeValue{attrKey: &types.AttributeValueMemberS{Value: shards[i]}},
-				UpdateExpression:    aws.String("REMOVE leaseOwner SET leaseCounter = leaseCounter + :one"),
-				ConditionExpression: aws.String("leaseOwner = :me"),
+				TableName: aws.String(w.opts.Table),
+				Key:       map[string]types.AttributeValue{attrKey: &types.AttributeValueMemberS{Value: shards[i]}},
+				// A lease being handed over is let go too: whoever asked for
+				// it takes it at once, from the checkpoint just written.
+				UpdateExpression:    aws.String("REMOVE leaseOwner, " + attrCheckpointOwn + ", " + attrHandOffBy + " SET leaseCounter = leaseCounter + :one"),
+				ConditionExpression: aws.String("(leaseOwner = :me OR checkpointOwner = :me)"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{
 					":one": &types.AttributeValueMemberN{Value: "1"},
 					":me":  &types.AttributeValueMemberS{Value: w.opts.WorkerID},

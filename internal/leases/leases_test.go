@@ -244,14 +244,24 @@ func TestWorkersShareParentsFirstAndFailOver(t *testing.T) {
 	if got := held(as); !slices.Equal(got, []string{"0", "3"}) {
 		t.Fatalf("a holds %v, want the roots 0 and 3", got)
 	}
-	// b joins: nothing free; it steals one to even out (share 1 each).
+	// b joins: nothing free; to even out (share 1 each) it asks a for one,
+	// which a hands over at once (its reader stopped at nothing read).
 	bs, _ := b.Sync(ctx, known)
-	if len(bs.Held) != 1 {
-		t.Fatalf("b holds %v after stealing", held(bs))
+	if len(bs.Held) != 0 {
+		t.Fatalf("b holds %v before a handed anything over", held(bs))
 	}
 	as, _ = a.Sync(ctx, known)
-	if len(as.Held) != 1 || slices.Equal(held(as), held(bs)) {
-		t.Fatalf("after the steal: a %v, b %v", held(as), held(bs))
+	if len(as.Held) != 1 || len(as.HandOff) != 1 {
+		t.Fatalf("a holds %v, hands over %v", held(as), as.HandOff)
+	}
+	for id := range as.HandOff {
+		if err := a.HandOff(ctx, id, tail.Position{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bs, _ = b.Sync(ctx, known)
+	if len(bs.Held) != 1 || slices.Equal(held(as), held(bs)) {
+		t.Fatalf("after the hand-off: a %v, b %v", held(as), held(bs))
 	}
 	// Whoever holds 0 finishes it: its children become workable.
 	owner0 := a

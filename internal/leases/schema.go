@@ -39,6 +39,9 @@ const (
 	attrStreamName    = "streamName"
 	attrShardID       = "shardId"
 	attrCheckpointOwn = "checkpointOwner"
+	// attrHandOffBy: when a graceful hand-off (checkpointOwner set) may
+	// be given up on, in Unix milliseconds.
+	attrHandOffBy = "checkpointOwnerTimeoutTimestampMillis"
 )
 
 // Lease is one row of a lease table.
@@ -64,7 +67,17 @@ type Lease struct {
 	// Logs batch, at this event of it (an attribute of ours).
 	LogEvent    int64
 	HasLogEvent bool
+	// CheckpointOwner is set while the lease is handed over gracefully,
+	// as the KCL 3 does: Owner is then the worker it goes to, and
+	// CheckpointOwner the one still reading it, which checkpoints what it
+	// wrote and then lets go. HandOffBy (Unix milliseconds) is when the
+	// taker may stop waiting for that.
+	CheckpointOwner string
+	HandOffBy       int64
 }
+
+// HandingOff reports whether the lease is being handed over.
+func (l *Lease) HandingOff() bool { return l.CheckpointOwner != "" }
 
 // Finished reports whether the lease's shard was read to its end.
 func (l *Lease) Finished() bool { return l.Checkpoint == ShardEnd }
@@ -112,7 +125,7 @@ func ParseItem(item map[string]types.AttributeValue) (l Lease, ok bool, err erro
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{attrCheckpoint, &l.Checkpoint}, {attrOwner, &l.Owner}, {attrStartHash, &l.StartHash}, {attrEndHash, &l.EndHash}, {attrPending, &l.PendingCheck}} {
+	}{{attrCheckpoint, &l.Checkpoint}, {attrOwner, &l.Owner}, {attrStartHash, &l.StartHash}, {attrEndHash, &l.EndHash}, {attrPending, &l.PendingCheck}, {attrCheckpointOwn, &l.CheckpointOwner}} {
 		if *f.dst, err = str(item, f.name); err != nil {
 			return Lease{}, false, fmt.Errorf("lease %s: %w", key, err)
 		}
@@ -120,7 +133,7 @@ func ParseItem(item map[string]types.AttributeValue) (l Lease, ok bool, err erro
 	for _, f := range []struct {
 		name string
 		dst  *int64
-	}{{attrCounter, &l.Counter}, {attrSwitches, &l.OwnerSwitches}, {attrSubSeq, &l.SubSequence}, {attrFrom, &l.From}, {attrLogEvent, &l.LogEvent}} {
+	}{{attrCounter, &l.Counter}, {attrSwitches, &l.OwnerSwitches}, {attrSubSeq, &l.SubSequence}, {attrFrom, &l.From}, {attrLogEvent, &l.LogEvent}, {attrHandOffBy, &l.HandOffBy}} {
 		if *f.dst, err = num(item, f.name); err != nil {
 			return Lease{}, false, fmt.Errorf("lease %s: %w", key, err)
 		}

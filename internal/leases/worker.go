@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -56,6 +57,9 @@ type Worker struct {
 	rng  *rand.Rand
 	held map[string]heldLease // shard -> our hold on it
 	seen map[string]observation
+	// handing: held leases another worker asked for (checkpointOwner is
+	// us): renewed, not read, handed over by HandOff.
+	handing map[string]bool
 	// initial: the shards known at our first scan, when the table held
 	// none of the stream's leases; their leases start where Start says,
 	// in whichever sync they are created (one may fail at first). Used
@@ -109,8 +113,12 @@ func NewWorker(api DynamoAPI, o WorkerOptions) (*Worker, error) {
 	h := fnv.New64a()
 	h.Write([]byte(o.WorkerID))
 	return &Worker{api: api, opts: o, rng: rand.New(rand.NewPCG(h.Sum64(), uint64(o.Now().UnixNano()))),
-		held: map[string]heldLease{}, seen: map[string]observation{}}, nil
+		held: map[string]heldLease{}, seen: map[string]observation{}, handing: map[string]bool{}}, nil
 }
+
+// handOffTimeout is how long a worker that asked for a lease waits for its
+// owner to hand it over before it takes it anyway.
+func (w *Worker) handOffTimeout() time.Duration { return 2 * w.opts.LeaseDuration }
 
 // SyncInterval implements tail.Leases: a third of the lease duration, so a
 // lease is renewed twice before anyone may call it expired.
@@ -164,6 +172,12 @@ func (w *Worker) Sync(ctx context.Context, known []tail.ShardInfo) (*tail.Assign
 	w.mu.Lock()
 	w.observe(leases, now)
 	w.dropLost(leases)
+	for id, h := range w.held {
+		if l := leases[id]; l.CheckpointOwner == w.opts.WorkerID && l.Owner != w.opts.WorkerID && l.Counter == h.counter && !w.handing[id] {
+			w.handing[id] = true
+			w.opts.Logf("lease %s: %s asked for it; handing it over once what was written is checkpointed", id, l.Owner)
+		}
+	}
 	w.mu.Unlock()
 	w.balance(ctx, leases, now)
 
@@ -180,6 +194,11 @@ func (w *Worker) Sync(ctx context.Context, known []tail.ShardInfo) (*tail.Assign
 		}
 	}
 	a.Free = w.free(leases, a.Held, now)
+	w.mu.Lock()
+	if len(w.handing) > 0 {
+		a.HandOff = maps.Clone(w.handing)
+	}
+	w.mu.Unlock()
 	return a, nil
 }
 
@@ -201,6 +220,9 @@ func (w *Worker) free(leases map[string]*Lease, held map[string]time.Time, now t
 	for id, l := range leases {
 		if _, ours := held[id]; ours || l.Finished() || !parentsFinished(l, leases) {
 			continue
+		}
+		if l.HandingOff() && !w.expired(id, now) {
+			continue // its owner still reads it, until it hands it over
 		}
 		if l.Owner == "" || l.Owner == w.opts.WorkerID || w.expired(id, now) {
 			out[id] = true
@@ -252,7 +274,7 @@ func (w *Worker) heldUntil(leases map[string]*Lease) map[string]time.Time {
 	defer w.mu.Unlock()
 	out := make(map[string]time.Time, len(w.held))
 	for id, h := range w.held {
-		if l := leases[id]; (leases != nil && (l == nil || l.Finished())) || !now.Before(h.until) {
+		if l := leases[id]; (leases != nil && (l == nil || l.Finished())) || !now.Before(h.until) || w.handing[id] {
 			continue
 		}
 		out[id] = h.until
@@ -264,13 +286,15 @@ func (w *Worker) heldUntil(leases map[string]*Lease) map[string]time.Time {
 func (w *Worker) dropLost(leases map[string]*Lease) {
 	for id, h := range w.held {
 		l := leases[id]
-		if l == nil || l.Owner != w.opts.WorkerID || l.Counter != h.counter {
+		if l == nil || l.Counter != h.counter || l.Owner != w.opts.WorkerID && l.CheckpointOwner != w.opts.WorkerID {
 			w.opts.Logf("lease %s: lost (owner %q, counter %d, ours %d)", id, ownerOf(l), counterOf(l), h.counter)
 			delete(w.held, id)
+			delete(w.handing, id)
 			continue
 		}
 		if l.Finished() {
 			delete(w.held, id)
+			delete(w.handing, id)
 		}
 	}
 }
@@ -410,6 +434,11 @@ func (w *Worker) balance(ctx context.Context, leases map[string]*Lease, now time
 		switch {
 		case l.Owner == w.opts.WorkerID && ours:
 			counts[w.opts.WorkerID]++
+		case l.HandingOff() && !w.expired(id, now) && !(l.Owner == w.opts.WorkerID && now.UnixMilli() >= l.HandOffBy):
+			// On its way to its new owner (leaseOwner): counted as
+			// theirs; taken only if the old one stops renewing it, or by
+			// the new one once it waited long enough.
+			counts[l.Owner]++
 		case l.Owner == "" || l.Owner == w.opts.WorkerID || w.expired(id, now):
 			free = append(free, l)
 		default:
@@ -451,7 +480,7 @@ func (w *Worker) balance(ctx context.Context, leases map[string]*Lease, now time
 	}
 	var theirs []*Lease
 	for _, l := range workable {
-		if l.Owner == busiest {
+		if l.Owner == busiest && !l.HandingOff() {
 			theirs = append(theirs, l)
 		}
 	}
@@ -462,8 +491,10 @@ func (w *Worker) balance(ctx context.Context, leases map[string]*Lease, now time
 	w.mu.Lock()
 	pick := theirs[w.rng.IntN(len(theirs))]
 	w.mu.Unlock()
-	if w.take(ctx, pick) {
-		w.opts.Logf("stole a lease from %s (it had %d, the share is %d)", busiest, most, target)
+	// Not taken outright: its owner has written records the table does
+	// not know of yet, which we would print again. It hands it over.
+	if w.requestHandOff(ctx, pick) {
+		w.opts.Logf("asked %s for a lease (it had %d, the share is %d)", busiest, most, target)
 	}
 }
 

@@ -20,7 +20,8 @@ import (
 // benchmarks that need no emulator: Scan, PutItem, UpdateItem,
 // DescribeTable and CreateTable, with the expressions the lease worker
 // writes (SET with +, if_not_exists; REMOVE; conditions joined by AND of
-// =, <>, attribute_exists and attribute_not_exists). It is not a DynamoDB:
+// =, <>, attribute_exists and attribute_not_exists, and parenthesised
+// terms joined by OR). It is not a DynamoDB:
 // anything else is an error.
 type MemTable struct {
 	// Latency is added to every call (the benchmark's 5 ms a call).
@@ -229,6 +230,21 @@ func (m *MemTable) CreateTable(ctx context.Context, in *dynamodb.CreateTableInpu
 func condition(expr string, item map[string]types.AttributeValue, vals map[string]types.AttributeValue) (bool, error) {
 	for _, c := range strings.Split(expr, " AND ") {
 		c = strings.TrimSpace(c)
+		if strings.HasPrefix(c, "(") && strings.HasSuffix(c, ")") {
+			// A parenthesised "x OR y": any of its terms.
+			any := false
+			for _, term := range strings.Split(c[1:len(c)-1], " OR ") {
+				ok, err := condition(term, item, vals)
+				if err != nil {
+					return false, err
+				}
+				any = any || ok
+			}
+			if !any {
+				return false, nil
+			}
+			continue
+		}
 		var ok bool
 		switch {
 		case strings.HasPrefix(c, "attribute_exists(") && strings.HasSuffix(c, ")"):

@@ -70,7 +70,8 @@ func TestJoiningWorkerIsHandedTheLease(t *testing.T) {
 	if _, still := as.Held[asked]; still || !as.HandOff[asked] || len(as.Held) != 3 || as.Free[asked] {
 		t.Fatalf("a: held %v, hand-off %v, free %v", held(as), as.HandOff, as.Free)
 	}
-	if bs, _ = b.Sync(ctx, known); len(bs.Held) != 0 || bs.Free[asked] {
+	// b waits for it (its --idle-exit too).
+	if bs, _ = b.Sync(ctx, known); len(bs.Held) != 0 || !bs.Free[asked] {
 		t.Fatalf("b holds %v (free %v) while a hands it over", held(bs), bs.Free)
 	}
 	// a's renewals go on meanwhile (the lease is not expired for anyone).

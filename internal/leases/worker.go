@@ -222,7 +222,13 @@ func (w *Worker) free(leases map[string]*Lease, held map[string]time.Time, now t
 			continue
 		}
 		if l.HandingOff() && !w.expired(id, now) {
-			continue // its owner still reads it, until it hands it over
+			// Its owner still reads it, until it hands it over; the
+			// worker it goes to counts it as unread meanwhile, so that
+			// its --idle-exit waits for it.
+			if l.Owner == w.opts.WorkerID {
+				out[id] = true
+			}
+			continue
 		}
 		if l.Owner == "" || l.Owner == w.opts.WorkerID || w.expired(id, now) {
 			out[id] = true

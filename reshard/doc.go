@@ -23,5 +23,5 @@
 // before it was sent took effect all the same (its answer was lost).
 //
 // Imports: lineage, internal/kstream, internal/pacing, internal/awsdebug,
-// the SDK and the standard library.
+// internal/awserr, the SDK and the standard library.
 package reshard

@@ -13,6 +13,8 @@ import (
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // API is what the executor needs from the client; *kinesis.Client
@@ -287,8 +289,7 @@ func noQuotaRetries(o *kinesis.Options) {
 type quotaNotRetried struct{ aws.Retryer }
 
 func (r quotaNotRetried) IsErrorRetryable(err error) bool {
-	var lee *types.LimitExceededException
-	return !errors.As(err, &lee) && r.Retryer.IsErrorRetryable(err)
+	return awserr.Of(err) != awserr.LimitExceeded && r.Retryer.IsErrorRetryable(err)
 }
 
 // GetAttemptToken keeps the inner retryer's rate limiting (aws.RetryerV2).

@@ -8,7 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/smithy-go"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // Quota is the account's shard quota in the stream's region, from
@@ -62,17 +63,16 @@ func LoadQuota(ctx context.Context, api any) (*Quota, error) {
 
 // quotaFailure says in a few words why DescribeLimits failed.
 func quotaFailure(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		switch code := ae.ErrorCode(); code {
-		case "UnknownOperationException", "UnknownOperation", "InvalidAction":
+	if c := awserr.Classify(err); c.Code != "" {
+		switch c.Kind {
+		case awserr.Unsupported:
 			return "the endpoint does not implement DescribeLimits"
-		case "AccessDeniedException", "AccessDenied", "UnauthorizedOperation":
+		case awserr.AccessDenied:
 			return "not allowed to call kinesis:DescribeLimits"
-		case "LimitExceededException", "ThrottlingException":
+		case awserr.LimitExceeded, awserr.Throttled:
 			return "DescribeLimits was throttled (it allows one call per second per account)"
 		default:
-			return "DescribeLimits failed with " + code
+			return "DescribeLimits failed with " + c.Code
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

@@ -10,10 +10,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // SampleAPI is what SampleTraffic needs from the client.
@@ -162,9 +163,5 @@ var sdkRetryables = retry.IsErrorRetryables(retry.DefaultRetryables)
 // them, and a call that passed its own deadline (the caller checks that
 // its context is still alive).
 func retryable(err error) bool {
-	var (
-		pte *types.ProvisionedThroughputExceededException
-		ife *types.InternalFailureException
-	)
-	return errors.As(err, &pte) || errors.As(err, &ife) || errors.Is(err, context.DeadlineExceeded) || sdkRetryables.IsErrorRetryable(err) == aws.TrueTernary
+	return awserr.Is(err, awserr.Throttled, awserr.Transient) || sdkRetryables.IsErrorRetryable(err) == aws.TrueTernary
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/pacing"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // windowReader reads one shard's window (see ReadWindows).
@@ -268,7 +270,6 @@ func (w *windowReader) readPage(ctx context.Context) error {
 		out, err = w.api.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: w.it, Limit: aws.Int32(limit), StreamARN: w.ref.ARNInput()}, noSDKRetries)
 		return err
 	})
-	var exp *types.ExpiredIteratorException
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
@@ -278,7 +279,7 @@ func (w *windowReader) readPage(ctx context.Context) error {
 		w.throttleRun++
 		w.nextCall = attempt.Add(pacing.AfterThrottle(w.rng, w.throttleRun))
 		return nil
-	case errors.As(err, &exp):
+	case awserr.Of(err) == awserr.ExpiredIterator:
 		in := w.atTimestamp()
 		if w.lastSeq != "" {
 			in = w.input(types.ShardIteratorTypeAfterSequenceNumber)
@@ -429,8 +430,4 @@ func (w *windowReader) result() ShardWindow {
 	return sw
 }
 
-func isThrottle(err error) bool {
-	var pte *types.ProvisionedThroughputExceededException
-	var kms *types.KMSThrottlingException
-	return errors.As(err, &pte) || errors.As(err, &kms)
-}
+func isThrottle(err error) bool { return awserr.Of(err) == awserr.Throttled }

@@ -47,9 +47,12 @@ const (
 	ConditionFailed
 	// Credentials: no usable credentials, or rejected ones.
 	Credentials
+	// Unsupported: the endpoint does not implement the operation (an
+	// emulator, a proxy).
+	Unsupported
 )
 
-var kindNames = [...]string{"other", "canceled", "throttled", "limit exceeded", "expired iterator", "transient", "undecodable", "not found", "in use", "access denied", "invalid", "condition failed", "credentials"}
+var kindNames = [...]string{"other", "canceled", "throttled", "limit exceeded", "expired iterator", "transient", "undecodable", "not found", "in use", "access denied", "invalid", "condition failed", "credentials", "unsupported"}
 
 func (k Kind) String() string {
 	if int(k) >= 0 && int(k) < len(kindNames) {
@@ -110,6 +113,10 @@ var codes = map[string]Kind{
 	"ExpiredTokenException":               Credentials,
 	"InvalidClientTokenId":                Credentials,
 	"MissingAuthenticationTokenException": Credentials,
+
+	"UnknownOperationException": Unsupported,
+	"UnknownOperation":          Unsupported,
+	"InvalidAction":             Unsupported,
 }
 
 // Class is a classified error: its Kind and what the service said.

@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kinesis-shards/kinesis-shards/tail"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // attrFrom is our own attribute (the KCL ignores it): the time, in Unix
@@ -67,10 +69,7 @@ func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 var errConflict = errors.New("conditional check failed")
 
-func conflict(err error) bool {
-	var cc *types.ConditionalCheckFailedException
-	return errors.As(err, &cc)
-}
+func conflict(err error) bool { return awserr.Of(err) == awserr.ConditionFailed }
 
 // create writes the lease of a shard nobody has written yet.
 func (w *Worker) create(ctx context.Context, s tail.ShardInfo, first bool) (*Lease, error) {

@@ -4,6 +4,6 @@
 // application's table over the lineage (who holds what, and which child is
 // blocked by which parent).
 //
-// Imports: tail (the Leases interface and positions), lineage, the
-// DynamoDB SDK and the standard library.
+// Imports: tail (the Leases interface and positions), lineage,
+// internal/awserr, the DynamoDB SDK and the standard library.
 package leases

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kinesis-shards/kinesis-shards/tail"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // A lease table's single-stream leases are keyed by bare shard ids, which
@@ -70,8 +72,7 @@ func ClaimTable(ctx context.Context, api DynamoAPI, table string, id tail.Stream
 			ConditionExpression:      aws.String("attribute_not_exists(#k)"),
 			ExpressionAttributeNames: map[string]string{"#k": attrKey},
 		})
-		var cf *types.ConditionalCheckFailedException
-		if errors.As(err, &cf) {
+		if awserr.Of(err) == awserr.ConditionFailed {
 			continue // another worker claimed it first: check its claim
 		}
 		if err != nil {

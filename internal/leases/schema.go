@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // The KCL's checkpoint sentinels.
@@ -278,8 +280,7 @@ var ErrNoTable = errors.New("lease table does not exist")
 // error when its key schema is not the KCL's (leaseKey, a string hash key).
 func CheckTable(ctx context.Context, api DynamoAPI, table string) error {
 	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	var nf *types.ResourceNotFoundException
-	if errors.As(err, &nf) {
+	if awserr.Of(err) == awserr.NotFound {
 		return fmt.Errorf("%w: %s", ErrNoTable, table)
 	}
 	if err != nil {
@@ -301,8 +302,7 @@ func CreateTable(ctx context.Context, api DynamoAPI, table string) error {
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrKey), KeyType: types.KeyTypeHash}},
 		BillingMode:          types.BillingModePayPerRequest,
 	})
-	var inUse *types.ResourceInUseException
-	if err != nil && !errors.As(err, &inUse) {
+	if err != nil && awserr.Of(err) != awserr.InUse {
 		return fmt.Errorf("create lease table %s: %w", table, err)
 	}
 	w := dynamodb.NewTableExistsWaiter(api, func(o *dynamodb.TableExistsWaiterOptions) {

@@ -18,11 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // Timeouts of the HTTP client. The SDK's default client dials for up to 30 s
@@ -133,22 +134,31 @@ func (e *configError) Error() string {
 
 func (e *configError) Unwrap() error { return e.err }
 
-// newRetryer keeps the SDK's retries for 5xx and connection errors but lets
-// throttling and LimitExceeded through at once: the tail pacer owns
-// throttling, and a daily UpdateShardCount limit or an account quota must
-// reach the user now, not after a minute of silent retries. No shared retry
-// budget either: one busy shard must not starve the others.
+// newRetryer, Kinesis's, keeps the SDK's retries for 5xx and connection
+// errors but lets throttling and LimitExceeded through at once: the tail
+// pacer owns throttling, and a daily UpdateShardCount limit or an account
+// quota must reach the user now, not after a minute of silent retries. No
+// shared retry budget either: one busy shard must not starve the others.
 func newRetryer() aws.Retryer {
 	noThrottle := retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
-		var pte *types.ProvisionedThroughputExceededException
-		var lee *types.LimitExceededException
-		if errors.As(err, &pte) || errors.As(err, &lee) {
+		if awserr.Is(err, awserr.Throttled, awserr.LimitExceeded) {
 			return aws.FalseTernary
 		}
 		return aws.UnknownTernary
 	})
 	return retry.NewStandard(func(so *retry.StandardOptions) {
 		so.Retryables = append([]retry.IsErrorRetryable{noThrottle}, so.Retryables...)
+		so.RateLimiter = ratelimit.None
+		so.MaxAttempts = maxAttempts
+		so.MaxBackoff = 2 * time.Second
+	})
+}
+
+// newDynamoRetryer, the lease table's, also retries a throttled table (its
+// calls are few, and a renewal that rides out a busy second keeps the
+// lease), with the same attempts and no shared budget.
+func newDynamoRetryer() aws.Retryer {
+	return retry.NewStandard(func(so *retry.StandardOptions) {
 		so.RateLimiter = ratelimit.None
 		so.MaxAttempts = maxAttempts
 		so.MaxBackoff = 2 * time.Second
@@ -173,6 +183,7 @@ func newKinesisClient(cfg aws.Config, cc clientConfig) *kinesis.Client {
 // AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL and shared config.
 func newDynamoClient(cfg aws.Config, cc clientConfig) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.Retryer = newDynamoRetryer()
 		o.APIOptions = append(o.APIOptions, withOperationTimeout(operationTimeout), withRedactedErrors)
 		if cc.Debug != nil {
 			o.APIOptions = append(o.APIOptions, cc.Debug.Middleware())

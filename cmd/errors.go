@@ -151,7 +151,7 @@ func wordErrorRaw(err error, ec errContext) string {
 		return fmt.Sprintf("timed out waiting for the %s endpoint", service)
 	case errors.As(err, &respErr) && respErr.HTTPStatusCode() >= 500:
 		return serverFailure(err, class, respErr, service, endpoint)
-	case errors.As(err, &respErr) && (!errors.As(err, &apiErr) || apiErr.ErrorCode() == "UnknownError"):
+	case errors.As(err, &respErr) && class.Code == "":
 		// An answer without an error code of the API, or one that does
 		// not decode: a web server, a proxy or a load balancer, not the
 		// service.
@@ -186,7 +186,7 @@ func serverFailure(err error, class awserr.Class, respErr *smithyhttp.ResponseEr
 	// width still shows it.
 	var b strings.Builder
 	b.WriteString(service + " server failure: ")
-	if class.Code != "" && class.Code != "UnknownError" {
+	if class.Code != "" {
 		b.WriteString(class.Code)
 		if class.Message != "" && class.Message != class.Code {
 			b.WriteString(": " + class.Message)

@@ -122,7 +122,7 @@ func openTailConsumer(ctx context.Context, f *Factory, api kstream.ConsumerAPI, 
 // stream reading different shards or records (--shard 0 and --shard 1,
 // two --key) do not share a consumer, which the first to exit would
 // deregister under the other. Two runs of the same filter share it, and
-// the second is told so (ResourceInUseException).
+// the second is told so (the service's ResourceInUse).
 func tailConsumerName(o *TailOptions) string {
 	base, suffix := defaultConsumerName(""), o.filterSuffix()
 	if len(base)+len(suffix) > 128 {
@@ -199,8 +199,8 @@ func efoRunError(err error, c *efoConsumer) error {
 	var iu *efo.InUseError
 	if errors.As(err, &iu) {
 		c.keep = true
-		return fmt.Errorf("another tail with consumer %s is reading shard %s (ResourceInUseException for over %s): give each tail its own --consumer NAME",
-			iu.Consumer, iu.ShardID, efo.DefaultInUseTimeout)
+		return fmt.Errorf("another tail with consumer %s is reading shard %s (%s for over %s): give each tail its own --consumer NAME",
+			iu.Consumer, iu.ShardID, iu.Code(), efo.DefaultInUseTimeout)
 	}
 	return err
 }

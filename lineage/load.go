@@ -35,7 +35,7 @@ const maxRestarts = 3
 // ListShards returns every shard of the stream, paging as the service
 // requires: the first call names the stream (and filter); each later call is
 // a fresh input holding only NextToken (and MaxResults), since anything else
-// beside a NextToken is an InvalidArgumentException. A page without a
+// beside a NextToken is an InvalidArgument refusal. A page without a
 // NextToken is the last, whatever its size (kinesalite sends none). A token
 // lives 300 s: on ExpiredNextTokenException the listing starts again from the
 // first page, at most three times. Shards seen twice across pages are kept
@@ -112,7 +112,7 @@ func listAllPages(ctx context.Context, api ShardLister, o ListOptions) ([]types.
 
 // listPage asks for one page: a read-only call under the read-retry
 // policy (ListShards allows 1,000 calls a second per stream, shared by
-// every consumer, so a LimitExceededException is a moment's crowd).
+// every consumer, so a LimitExceeded is a moment's crowd).
 func listPage(ctx context.Context, api ShardLister, in *kinesis.ListShardsInput) (*kinesis.ListShardsOutput, error) {
 	return readretry.Do(ctx, readretry.ListShards, func() (*kinesis.ListShardsOutput, error) {
 		return api.ListShards(ctx, in)

@@ -103,7 +103,7 @@ func checkQuota(in Input, a Action, growth int) (note string, err error) {
 		if in.QuotaErr == nil {
 			return "", nil
 		}
-		return fmt.Sprintf("The account's shard quota was not checked (%s); this opens up to %s, which the service refuses with LimitExceededException if the quota is reached.", reasonOf(in.QuotaErr), more), nil
+		return fmt.Sprintf("The account's shard quota was not checked (%s); this opens up to %s, which the service refuses (LimitExceeded) if the quota is reached.", reasonOf(in.QuotaErr), more), nil
 	}
 	q := in.Quota
 	if growth > q.Free() {

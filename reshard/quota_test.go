@@ -111,7 +111,7 @@ func TestQuotaUnknownIsANoteNotARefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "The account's shard quota was not checked (not allowed to call kinesis:DescribeLimits); this opens up to 1 more shard, which the service refuses with LimitExceededException if the quota is reached."
+	want := "The account's shard quota was not checked (not allowed to call kinesis:DescribeLimits); this opens up to 1 more shard, which the service refuses (LimitExceeded) if the quota is reached."
 	if p.Notes[len(p.Notes)-1] != want {
 		t.Fatalf("notes %q", p.Notes)
 	}

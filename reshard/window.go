@@ -32,7 +32,7 @@ import (
 //     needs, and for no more records than about 2 MiB holds once the
 //     shard's record size is known, so no response shuts the shard's other
 //     consumers out for seconds.
-//   - A throttle (ProvisionedThroughputExceededException) is retried after
+//   - A throttle (ProvisionedThroughputExceeded) is retried after
 //     the wait every reader of shards uses (pacing.AfterThrottle): never
 //     sooner than a second, since a throttled shard stays refused for the
 //     rest of its second, and longer under repeated throttles.

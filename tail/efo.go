@@ -220,7 +220,7 @@ func (r *reader) efoOptions(start efo.Position, fails *failureRun, room *eventRo
 	return o
 }
 
-// subscribeNotFound decides what a ResourceNotFoundException means. It
+// subscribeNotFound decides what a ResourceNotFound means. It
 // may name the consumer as well as the shard: a consumer deregistered
 // under the tail (by another tail with the same consumer that exited,
 // say) is an error, never the end of closed shards it would then skip.

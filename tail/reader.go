@@ -371,7 +371,7 @@ func nonEmpty(s, alt string) string {
 	return s
 }
 
-// notFound decides what a ResourceNotFoundException for the shard means. A
+// notFound decides what a ResourceNotFound for the shard means. A
 // closed shard can be trimmed by retention while it is read: that is its
 // end, with no children to wait for (as the KCL takes it). An open shard
 // cannot be: the stream was deleted, re-created, or the wrong one is

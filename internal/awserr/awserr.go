@@ -149,12 +149,16 @@ func Classify(err error) Class {
 		c.RequestID = rid.ServiceRequestID()
 	}
 	var api smithy.APIError
-	if errors.As(err, &api) {
+	if errors.As(err, &api) && api.ErrorCode() != sdkUnknownCode {
 		c.Code, c.Message = api.ErrorCode(), api.ErrorMessage()
 	}
 	c.Kind = kindOf(err, c, api)
 	return c
 }
+
+// sdkUnknownCode is the code the SDK gives an error answer it could not
+// read one from: not the service's, so Class.Code stays "".
+const sdkUnknownCode = "UnknownError"
 
 func kindOf(err error, c Class, api smithy.APIError) Kind {
 	if errors.Is(err, context.Canceled) {
@@ -166,7 +170,7 @@ func kindOf(err error, c Class, api smithy.APIError) Kind {
 	switch {
 	case c.Status >= 500:
 		return Transient
-	case api != nil && api.ErrorFault() == smithy.FaultServer && c.Code != "UnknownError":
+	case api != nil && api.ErrorFault() == smithy.FaultServer && c.Code != "":
 		return Transient
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return Transient
@@ -181,7 +185,7 @@ func kindOf(err error, c Class, api smithy.APIError) Kind {
 		return Transient
 	}
 	var de *smithy.DeserializationError
-	if errors.As(err, &de) || c.Code == "UnknownError" {
+	if errors.As(err, &de) || api != nil && c.Code == "" {
 		return Undecodable
 	}
 	return Other

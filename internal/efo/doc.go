@@ -12,7 +12,7 @@
 // continuation), so nothing is skipped and nothing repeated, and returns
 // at the shard's end with the children the last event names. Calls are
 // paced at one a second per consumer and shard (a Pacer shared by the
-// readers of a process); ResourceInUseException is asked again with
+// readers of a process); ResourceInUse is asked again with
 // backoff and, when it persists, reported as an *InUseError naming the
 // consumer and the shard. docs/KINESIS-NOTES.md §8 has the service's rules
 // it follows.

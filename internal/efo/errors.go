@@ -20,12 +20,20 @@ type InUseError struct {
 	ConsumerARN string
 	ShardID     string
 	For         time.Duration // how long the refusals went on
-	Err         error         // the last ResourceInUseException
+	Err         error         // the last refusal
 }
 
 func (e *InUseError) Error() string {
-	return fmt.Sprintf("consumer %s is already reading shard %s somewhere else (ResourceInUseException for %s): "+
-		"are two tails using consumer %s? Give each its own --consumer name", e.Consumer, e.ShardID, e.For.Round(time.Second), e.Consumer)
+	return fmt.Sprintf("consumer %s is already reading shard %s somewhere else (%s for %s): "+
+		"are two tails using consumer %s? Give each its own --consumer name", e.Consumer, e.ShardID, e.Code(), e.For.Round(time.Second), e.Consumer)
+}
+
+// Code is the service's error code of the refusals.
+func (e *InUseError) Code() string {
+	if c := awserr.Classify(e.Err).Code; c != "" {
+		return c
+	}
+	return "in use"
 }
 
 // Is makes errors.Is(err, ErrInUse) true. The SDK's exception is in Err,
@@ -58,8 +66,8 @@ type errKind int
 
 const (
 	kindFatal     errKind = iota
-	kindInUse             // ResourceInUseException: wait and ask again, up to InUseTimeout
-	kindThrottled         // LimitExceededException, KMSThrottling: back off longer
+	kindInUse             // in use (awserr.InUse): wait and ask again, up to InUseTimeout
+	kindThrottled         // throttled or limit exceeded: back off longer
 	kindTransient         // 5xx, network, a dropped or stalled stream: back off, re-subscribe
 )
 

@@ -18,6 +18,8 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/pacing"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // API is the part of the Kinesis client a Reader uses; *kinesis.Client
@@ -62,7 +64,7 @@ type Options struct {
 	// reader takes the connection for dead and subscribes again.
 	SubscriptionTimeout, CallTimeout, IdleTimeout time.Duration
 	// InUseTimeout is how long the reader keeps asking while the service
-	// answers ResourceInUseException before it gives up with an
+	// answers ResourceInUse before it gives up with an
 	// *InUseError.
 	InUseTimeout time.Duration
 	// MaxFailures is how many subscriptions in a row may fail (5xx,
@@ -75,7 +77,7 @@ type Options struct {
 	// written in between is skipped. Negative: no margin.
 	LatestMargin time.Duration
 	// InUseBackoff and RetryBackoff are the first waits after a
-	// ResourceInUseException and after another failure; each doubles up
+	// ResourceInUse and after another failure; each doubles up
 	// to 5 s. Tests shorten them.
 	InUseBackoff, RetryBackoff time.Duration
 
@@ -162,7 +164,7 @@ type Stats struct {
 	// the reader drops (a service that repeats itself must not make the
 	// caller repeat itself).
 	Duplicates int
-	InUse      int // ResourceInUseException answers, from calls and streams
+	InUse      int // in-use (ResourceInUse) answers, from calls and streams
 	// Pauses are subscriptions closed because deliver had no room for an
 	// event (ErrNoRoom).
 	Pauses   int
@@ -186,7 +188,7 @@ type Reader struct {
 	firstCall time.Time // of a LATEST start
 
 	failures   int
-	inUseSince time.Time // of the current run of ResourceInUseException
+	inUseSince time.Time // of the current run of in-use answers
 	inUseTries int
 	throttles  int        // throttled subscriptions in a row
 	rng        *rand.Rand // the jitter of the waits
@@ -266,7 +268,7 @@ func (r *Reader) Run(ctx context.Context, deliver func(context.Context, Batch) e
 		case res.paused:
 			if res.opened && res.events > 0 {
 				// Progress: as after() counts it, the end of a run of
-				// failures or of ResourceInUseException (which the
+				// failures or of ResourceInUse (which the
 				// service answers for a while after the subscription
 				// just closed).
 				r.failures, r.throttles, r.inUseSince, r.inUseTries = 0, 0, time.Time{}, 0
@@ -334,7 +336,7 @@ func (r *Reader) after(res result) (time.Duration, error) {
 		}
 	}
 	// Progress, or a subscription that held for a while, ends a run of
-	// failures or of ResourceInUseException.
+	// failures or of ResourceInUse.
 	if res.opened && res.events > 0 && kind != kindInUse {
 		r.failures, r.throttles, r.inUseSince, r.inUseTries = 0, 0, time.Time{}, 0
 	}
@@ -367,7 +369,7 @@ func (r *Reader) after(res result) (time.Duration, error) {
 		}
 		r.inUseTries++
 		d := r.backoff(r.o.InUseBackoff, maxBackoff, r.inUseTries)
-		r.logf("consumer %s is busy on this shard (ResourceInUseException), asking again in %s", r.name, d.Round(time.Millisecond))
+		r.logf("consumer %s is busy on this shard (%s), asking again in %s", r.name, awserr.Classify(res.err).Code, d.Round(time.Millisecond))
 		return d, nil
 	case kindThrottled, kindTransient:
 		r.failures++

@@ -103,6 +103,7 @@ func (e *ConsumerNotFoundError) Is(target error) bool { return target == ErrCons
 type ConsumerLimitError struct {
 	Stream    string
 	Consumers []Consumer
+	Code      string // the service's error code
 }
 
 func (e *ConsumerLimitError) Error() string {
@@ -110,8 +111,8 @@ func (e *ConsumerLimitError) Error() string {
 	for i, c := range e.Consumers {
 		names[i] = c.Name
 	}
-	return fmt.Sprintf("stream %s already has %d consumers, the most a stream can have (LimitExceededException): %s; deregister one to make room",
-		e.Stream, len(e.Consumers), strings.Join(names, ", "))
+	return fmt.Sprintf("stream %s already has %d consumers, the most a stream can have (%s): %s; deregister one to make room",
+		e.Stream, len(e.Consumers), e.Code, strings.Join(names, ", "))
 }
 
 // Is makes errors.Is(err, ErrConsumerLimit) true. The SDK's exception is
@@ -207,7 +208,7 @@ func RegisterConsumer(ctx context.Context, api ConsumerAPI, ref Ref, name string
 		return c, false, derr
 	case readretry.IsLimitExceeded(err):
 		if list, lerr := ListConsumers(ctx, api, ref); lerr == nil && len(list) >= MaxConsumers {
-			return nil, false, &ConsumerLimitError{Stream: ref.String(), Consumers: list}
+			return nil, false, &ConsumerLimitError{Stream: ref.String(), Consumers: list, Code: awserr.Classify(err).Code}
 		}
 	}
 	return nil, false, fmt.Errorf("register consumer %s of stream %s: %w", name, ref, err)

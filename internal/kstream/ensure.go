@@ -57,7 +57,7 @@ type EnsureResult struct {
 
 // Ensure creates the stream unless it exists, then waits until it is ACTIVE.
 // A stream that exists and is CREATING or UPDATING is waited for; one that is
-// DELETING is an error. CreateStream's ResourceInUseException means someone
+// DELETING is an error. CreateStream's ResourceInUse means someone
 // else created it in the meantime: it is waited for too. LimitExceeded is
 // returned as it is (the caller's retryer must not retry it for a minute).
 // With wait.Timeout < 0 it returns right after creating.

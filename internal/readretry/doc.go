@@ -1,6 +1,6 @@
 // Package readretry is the one read-retry policy of the tool: which
 // Kinesis control-plane operations are read-only, and how a
-// LimitExceededException on one of them is waited out before it is
+// LimitExceeded on one of them is waited out before it is
 // reported. Every read-only control-plane call goes through Do: the
 // ListStreams iterator and Describe of internal/kstream, and the pages of
 // lineage.ListShards. cmd words a LimitExceeded after these retries

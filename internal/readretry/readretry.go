@@ -43,7 +43,7 @@ var (
 )
 
 // Do returns call's result, calling it again after a pause while it fails
-// with LimitExceededException, up to Retries times, when op is read-only.
+// with LimitExceeded, up to Retries times, when op is read-only.
 // A context that ends during a pause returns the call's last error (the
 // caller's deadline then says why the call failed, not the pause).
 func Do[T any](ctx context.Context, op Op, call func() (T, error)) (T, error) {
@@ -63,7 +63,7 @@ func Do[T any](ctx context.Context, op Op, call func() (T, error)) (T, error) {
 // pause is Sleep; tests record the pauses instead.
 var pause = Sleep
 
-// IsLimitExceeded reports whether err is a LimitExceededException.
+// IsLimitExceeded reports whether err is a LimitExceeded.
 func IsLimitExceeded(err error) bool {
 	return awserr.Of(err) == awserr.LimitExceeded
 }

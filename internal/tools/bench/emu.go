@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // Helpers for streams on an emulator, for code without a testing.TB.
@@ -47,11 +48,10 @@ func waitActive(ctx context.Context, k *kinesis.Client, name string) error {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		out, err := k.DescribeStreamSummary(cctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
 		cancel()
-		var nf *types.ResourceNotFoundException
 		switch {
 		case err == nil && out.StreamDescriptionSummary.StreamStatus == types.StreamStatusActive:
 			return nil
-		case err != nil && !errors.As(err, &nf):
+		case err != nil && awserr.Of(err) != awserr.NotFound:
 			return fmt.Errorf("describe %s: %w", name, err)
 		}
 		if time.Now().After(deadline) {

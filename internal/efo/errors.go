@@ -80,9 +80,10 @@ func classify(err error) errKind {
 		return kindInUse
 	case awserr.LimitExceeded, awserr.Throttled:
 		return kindThrottled
-	case awserr.Transient, awserr.Undecodable:
+	case awserr.Transient, awserr.Undecodable, awserr.Canceled:
 		// An event stream cut mid-frame does not decode: a dropped
-		// stream, subscribed again.
+		// stream, subscribed again. So is a call canceled while the
+		// reader's own context lives (Run returns when that one ends).
 		return kindTransient
 	}
 	return kindFatal

@@ -277,9 +277,8 @@ func outsideTraffic(w *ShardWindow, m Measure) float64 {
 // whole slice at the rate seen from its start to its cut, so slices that
 // disagree (bursts that one slice caught and the next did not) widen the
 // bounds. Estimate ± two standard errors, never below the records read
-// (and the exact slices), and with fewer than two cut slices nothing bounds
-// it from above (+Inf). read is the seconds of the window the records read
-// come from.
+// (and the exact slices); with a single cut slice, a factor of two either
+// way. read is the seconds of the window the records read come from.
 func sampleBounds(w *ShardWindow) (lo, hi, read float64) {
 	var exact, est, secs2 float64
 	var rates []float64
@@ -298,7 +297,9 @@ func sampleBounds(w *ShardWindow) (lo, hi, read float64) {
 	}
 	total := w.Estimated
 	if len(rates) < 2 {
-		return max(exact, 0), math.Inf(1), read
+		// One cut slice: nothing to measure its spread by. Within a
+		// factor of two either way, and never below what was read.
+		return max(exact, total/2), total * 2, read
 	}
 	mean := 0.0
 	for _, r := range rates {
@@ -336,7 +337,7 @@ func verdict(w *ShardWindow, st *ShardTraffic, o HotOptions) Verdict {
 	quota := fmt.Sprintf("%s of its write quota (%s)", PercentText(st.WriteQuotaShare), quotaText(st.WriteQuotaBy))
 	bounded := st.WriteQuotaHigh > 0
 	if bounded && st.WriteQuotaHigh > st.WriteQuotaLow {
-		quota += fmt.Sprintf(" by the sample, between %s and %s", PercentText(st.WriteQuotaLow), upperText(st.WriteQuotaHigh))
+		quota += fmt.Sprintf(" by the sample, between %s and %s", PercentText(st.WriteQuotaLow), PercentText(st.WriteQuotaHigh))
 	}
 	switch {
 	case len(st.TopKeys) == 0:
@@ -383,14 +384,6 @@ func verdict(w *ShardWindow, st *ShardTraffic, o HotOptions) Verdict {
 		v.Text += "; a child stays over its quota: split it again, or scale"
 	}
 	return v
-}
-
-// upperText is an upper bound: "no bound" when there is none.
-func upperText(f float64) string {
-	if math.IsInf(f, 1) {
-		return "no bound (too few slices to say)"
-	}
-	return PercentText(f)
 }
 
 func oneKey(st *ShardTraffic, top KeyShare) Verdict {

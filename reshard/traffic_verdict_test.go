@@ -132,6 +132,12 @@ func TestHotThinSampleIsUncertain(t *testing.T) {
 	if st.WriteQuotaLow*60*1000 < 1000 {
 		t.Fatalf("the low bound %v is below the records read", st.WriteQuotaLow)
 	}
+	// One cut slice gives no spread to measure: a factor of two either
+	// way, so a shard far below the threshold is still cold.
+	w = sampled([]SliceEstimate{{Seconds: 60, ReadSeconds: 6, Read: 100, Records: 1000, Cut: true}})
+	if st := AnalyzeShard(&w, HotOptions{}); st.Verdict.Kind != VerdictCold || math.Abs(st.WriteQuotaHigh-2*st.WriteQuotaShare) > 1e-9 {
+		t.Fatalf("one cut slice: %v (%v..%v): %+v", st.WriteQuotaShare, st.WriteQuotaLow, st.WriteQuotaHigh, st.Verdict)
+	}
 	w = sampled(steady)
 	st = AnalyzeShard(&w, HotOptions{})
 	if st.Verdict.Kind != VerdictCold || st.WriteQuotaHigh >= 0.5 || st.ReadTimeShare != 0.5 {

@@ -91,7 +91,11 @@ func TestHotOnTheEmulator(t *testing.T) {
 				below++
 			}
 		}
-		if f := float64(below) / 1000; math.Abs(f-0.5) > 0.05 {
+		tol := 0.05 // read whole: the median within a few keys
+		if max == 400 {
+			tol = 0.1 // a weighted sample of 400 of 1,000 records
+		}
+		if f := float64(below) / 1000; math.Abs(f-0.5) > tol {
 			t.Fatalf("max %d: the split at %s puts %v of shard 1's records below it", max, v.SplitAt, f)
 		}
 		t.Logf("max %d: read %d and %d records in %d and %d calls; shard 0: %s; shard 1: %s", max, hot.RecordsRead, many.RecordsRead, ws[0].Calls, ws[1].Calls, hot.Verdict.Text, v.Text)

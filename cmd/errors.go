@@ -104,7 +104,6 @@ func wordErrorRaw(err error, ec errContext) string {
 	}
 	var (
 		timeout *kstream.TimeoutError
-		apiErr  smithy.APIError
 		urlErr  *url.Error
 		respErr *smithyhttp.ResponseError
 	)
@@ -168,8 +167,8 @@ func wordErrorRaw(err error, ec errContext) string {
 		}
 		return fmt.Sprintf("%s answered HTTP %d %s, which is not an answer of the %s API: check %s",
 			endpoint, status, http.StatusText(status), service, check)
-	case errors.As(err, &apiErr):
-		return apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
+	case class.Code != "":
+		return class.Code + ": " + class.Message
 	}
 	return err.Error()
 }

@@ -150,7 +150,7 @@ func (r *reader) event(b efo.Batch, knownClosed bool, fails *failureRun, room *e
 			// Records are waiting for room: never idle meanwhile. The
 			// event that delivers them (the resumed subscription's
 			// first) clears it.
-			r.holding.Store(len(b.Records) > 0)
+			r.holding.Store(true)
 			return efo.ErrNoRoom
 		}
 		defer room.ticket.drop()

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -21,9 +19,8 @@ import (
 	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
-
-	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // Timeouts of the HTTP client. The SDK's default client dials for up to 30 s
@@ -33,7 +30,6 @@ const (
 	dialTimeout           = 5 * time.Second
 	tlsHandshakeTimeout   = 5 * time.Second
 	responseHeaderTimeout = 10 * time.Second // every Kinesis call answers in well under this
-	maxAttempts           = 3
 	// operationTimeout bounds one call with all its retries, so a silent
 	// endpoint ends in an error within seconds, not minutes.
 	operationTimeout = 25 * time.Second
@@ -66,7 +62,7 @@ func loadAWSConfig(ctx context.Context, cc clientConfig) (aws.Config, error) {
 	}
 	opts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(newHTTPClient()),
-		config.WithRetryer(newRetryer),
+		config.WithRetryer(awscall.KinesisRetryer),
 		config.WithLogger(logger),
 	}
 	if cc.Profile != "" {
@@ -134,37 +130,6 @@ func (e *configError) Error() string {
 
 func (e *configError) Unwrap() error { return e.err }
 
-// newRetryer, Kinesis's, keeps the SDK's retries for 5xx and connection
-// errors but lets throttling and LimitExceeded through at once: the tail
-// pacer owns throttling, and a daily UpdateShardCount limit or an account
-// quota must reach the user now, not after a minute of silent retries. No
-// shared retry budget either: one busy shard must not starve the others.
-func newRetryer() aws.Retryer {
-	noThrottle := retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
-		if awserr.Is(err, awserr.Throttled, awserr.LimitExceeded) {
-			return aws.FalseTernary
-		}
-		return aws.UnknownTernary
-	})
-	return retry.NewStandard(func(so *retry.StandardOptions) {
-		so.Retryables = append([]retry.IsErrorRetryable{noThrottle}, so.Retryables...)
-		so.RateLimiter = ratelimit.None
-		so.MaxAttempts = maxAttempts
-		so.MaxBackoff = 2 * time.Second
-	})
-}
-
-// newDynamoRetryer, the lease table's, also retries a throttled table (its
-// calls are few, and a renewal that rides out a busy second keeps the
-// lease), with the same attempts and no shared budget.
-func newDynamoRetryer() aws.Retryer {
-	return retry.NewStandard(func(so *retry.StandardOptions) {
-		so.RateLimiter = ratelimit.None
-		so.MaxAttempts = maxAttempts
-		so.MaxBackoff = 2 * time.Second
-	})
-}
-
 // newKinesisClient builds the client from resolved configuration.
 func newKinesisClient(cfg aws.Config, cc clientConfig) *kinesis.Client {
 	return kinesis.NewFromConfig(cfg, func(o *kinesis.Options) {
@@ -183,7 +148,7 @@ func newKinesisClient(cfg aws.Config, cc clientConfig) *kinesis.Client {
 // AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL and shared config.
 func newDynamoClient(cfg aws.Config, cc clientConfig) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		o.Retryer = newDynamoRetryer()
+		o.Retryer = awscall.DynamoRetryer()
 		o.APIOptions = append(o.APIOptions, withOperationTimeout(operationTimeout), withRedactedErrors)
 		if cc.Debug != nil {
 			o.APIOptions = append(o.APIOptions, cc.Debug.Middleware())

@@ -32,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/faults"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
@@ -399,7 +400,7 @@ func biRun(t *testing.T, e *emulator.Emulator, tc biCase) (cliResult, map[string
 		f := NewFactory(ios)
 		f.KinesisClient = func(ctx context.Context, region string) (*kinesis.Client, error) {
 			o := e.ClientOptions()
-			cfg := aws.Config{Region: o.Region, Credentials: o.Credentials, HTTPClient: newHTTPClient(), Retryer: newRetryer}
+			cfg := aws.Config{Region: o.Region, Credentials: o.Credentials, HTTPClient: newHTTPClient(), Retryer: awscall.KinesisRetryer}
 			return newKinesisClient(cfg, clientConfig{EndpointURL: p.URL}), nil
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

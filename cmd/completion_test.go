@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/spf13/cobra"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
@@ -101,7 +102,7 @@ func completeIn(t *testing.T, endpoint string, args ...string) compResult {
 		if region == "" {
 			region = o.Region
 		}
-		cfg := aws.Config{Region: region, Credentials: o.Credentials, HTTPClient: o.HTTPClient, Retryer: newRetryer}
+		cfg := aws.Config{Region: region, Credentials: o.Credentials, HTTPClient: o.HTTPClient, Retryer: awscall.KinesisRetryer}
 		return newKinesisClient(cfg, clientConfig{EndpointURL: endpoint}), nil
 	}
 	root := completionTree(f)

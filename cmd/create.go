@@ -172,7 +172,7 @@ func ensureStream(ctx context.Context, f *Factory, api kstream.CreateAPI, ref ks
 // stream.
 func lostCreate(err error) bool {
 	var oe *smithy.OperationError
-	return errors.As(err, &oe) && oe.Operation() == "CreateStream" && outcomeUnknown(err)
+	return errors.As(err, &oe) && oe.Operation() == "CreateStream" && awserr.MayHaveTakenEffect(err)
 }
 
 // recheckCreate looks for the stream after a CreateStream without an

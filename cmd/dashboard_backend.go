@@ -60,10 +60,6 @@ func (b *dashboardBackend) ListShards(ctx context.Context, ref kstream.Ref) (*li
 	return lineage.Load(ctx, b.api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
 }
 
-func (b *dashboardBackend) WaitActive(ctx context.Context, ref kstream.Ref, o kstream.WaitOptions) (*kstream.Summary, error) {
-	return kstream.WaitActive(ctx, b.api, ref, o)
-}
-
 func (b *dashboardBackend) Quota(ctx context.Context) (*reshard.Quota, error) {
 	return reshard.LoadQuota(ctx, b.api)
 }

@@ -72,9 +72,6 @@ func TestDashboardBackend(t *testing.T) {
 	if err != nil || sum.ARN != api.Stream("orders").ARN || sum.Status != types.StreamStatusActive {
 		t.Fatalf("Describe: %+v, %v", sum, err)
 	}
-	if _, err := b.WaitActive(ctx, ref, kstream.WaitOptions{Timeout: time.Second}); err != nil {
-		t.Fatalf("WaitActive: %v", err)
-	}
 	g, err := b.ListShards(ctx, ref)
 	if err != nil || g.Len() != 4 || len(g.Open()) != 3 {
 		t.Fatalf("ListShards: %v", err)

@@ -12,12 +12,11 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
-	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
 	"github.com/kinesis-shards/kinesis-shards/internal/text"
 )
 
@@ -121,7 +120,7 @@ func wordErrorRaw(err error, ec errContext) string {
 		}
 		return fmt.Sprintf("%s is busy (being created, updated or deleted); try again when it is ACTIVE: %s", s, class.Message)
 	case class.Kind == awserr.LimitExceeded:
-		if readretry.ReadOnly(class.Operation) {
+		if awscall.ReadOnly(class.Operation) {
 			return "limit exceeded (still after waiting and asking again): " + class.Message
 		}
 		return "limit exceeded (not retried): " + class.Message
@@ -232,20 +231,6 @@ type notedError struct {
 
 func (e *notedError) Error() string { return e.err.Error() + "; " + e.note }
 func (e *notedError) Unwrap() error { return e.err }
-
-// outcomeUnknown reports whether a failed call may have taken effect: it
-// got no answer, or a 5xx. A 4xx answer is a refusal.
-func outcomeUnknown(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return false
-	}
-	var re interface{ HTTPStatusCode() int }
-	if errors.As(err, &re) && re.HTTPStatusCode() > 0 {
-		return re.HTTPStatusCode() >= 500
-	}
-	var apiErr smithy.APIError
-	return !errors.As(err, &apiErr) || apiErr.ErrorFault() == smithy.FaultServer
-}
 
 // secretPatterns match what would let someone act as the user, or identify
 // the key: the parts of a SigV4 Authorization header or query string, a

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/text"
 )
 
@@ -78,7 +79,7 @@ func TestServerFailureIsWordedAsTheServers(t *testing.T) {
 				Region:      "us-east-1",
 				Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
 				HTTPClient:  newHTTPClient(),
-				Retryer:     newRetryer,
+				Retryer:     awscall.KinesisRetryer,
 			}
 			c := newKinesisClient(cfg, clientConfig{EndpointURL: srv.URL})
 			_, err := c.DescribeStreamSummary(context.Background(), &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("orders")})

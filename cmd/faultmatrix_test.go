@@ -43,6 +43,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/faults"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
@@ -717,7 +718,7 @@ func newFMDash(t *testing.T, e *emulator.Emulator, endpoint, stream string) *fmD
 	o := e.ClientOptions()
 	// The product's HTTP client (its header timeout), retryer and
 	// operation timeout; static test credentials.
-	cfg := aws.Config{Region: o.Region, Credentials: o.Credentials, HTTPClient: newHTTPClient(), Retryer: newRetryer}
+	cfg := aws.Config{Region: o.Region, Credentials: o.Credentials, HTTPClient: newHTTPClient(), Retryer: awscall.KinesisRetryer}
 	api := newKinesisClient(cfg, clientConfig{EndpointURL: endpoint})
 	ec := errContext{stream: stream, region: o.Region, endpoint: endpoint}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 )
 
@@ -61,7 +62,7 @@ func runCLIAt(t *testing.T, endpoint string, customize func(*Factory), stdin str
 		if region == "" {
 			region = o.Region
 		}
-		cfg := aws.Config{Region: region, Credentials: o.Credentials, HTTPClient: o.HTTPClient, Retryer: newRetryer}
+		cfg := aws.Config{Region: region, Credentials: o.Credentials, HTTPClient: o.HTTPClient, Retryer: awscall.KinesisRetryer}
 		cc := clientConfig{EndpointURL: endpoint}
 		if f.Global.Debug {
 			cc.Debug = f.debug()

@@ -133,10 +133,11 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 		plan *reshard.Plan
 		err  error
 	)
+	pl := planner(f, api, ref, opts)
 	if opts.PlanFile != "" {
-		plan, err = loadReshardPlan(ctx, api, ref, goal, opts.PlanFile)
+		plan, err = loadReshardPlan(ctx, pl, goal, opts.PlanFile)
 	} else {
-		plan, err = planReshard(ctx, f, api, ref, goal, opts)
+		plan, err = pl.Plan(ctx, goal)
 	}
 	if err != nil {
 		return err
@@ -185,18 +186,13 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 	if runErr != nil && !errors.As(runErr, &se) {
 		return runErr // refused or failed before anything was sent
 	}
-	var lost *lostStep
-	if se != nil && !se.Sent && ctx.Err() == nil {
-		lost = checkLostStep(ctx, f, api, ref, plan, res, se, opts)
-	}
 	var failure error
 	switch {
-	case lost != nil && lost.step == len(plan.Steps):
-		// The last step took effect: the plan is done.
-		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", lost.note)
-		runErr = nil
+	case runErr == nil && res.Lost != nil:
+		// The last step took effect although its answer was lost.
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", lostNote(f, res.Lost))
 	case runErr != nil:
-		failure = describeStepFailure(ctx, f, runErr, res, len(plan.Steps), lost)
+		failure = describeStepFailure(ctx, f, runErr, res, len(plan.Steps))
 	}
 	outcome := &reshardOutcome{Completed: runErr == nil, StepsDone: res.Done, Layout: res.Layout}
 	if failure != nil {
@@ -220,36 +216,21 @@ func runReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref
 	return failure
 }
 
-// planReshard lists the stream, checks the goal (against the account's
-// shard quota when it may open shards) and samples traffic if asked: the
-// plan, or why there is none.
-func planReshard(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, goal reshard.Goal, opts *ReshardOptions) (*reshard.Plan, error) {
-	sum, g, err := describeAndList(ctx, api, ref)
-	if err != nil {
-		return nil, err
-	}
-	in := reshard.Input{Stream: reshard.Stream{Name: ref.Name, ARN: sum.ARN, Status: sum.Status, Mode: sum.Mode}, Graph: g}
-	if reshard.MayOpenShards(in, goal) {
-		// A plan that outgrows the account's shard quota would fail
-		// part-way; the planner refuses it up front when the quota is known.
-		in.Quota, in.QuotaErr = reshard.LoadQuota(ctx, api)
-	}
-	toSample, err := reshard.SampleShards(in, goal)
-	if err != nil {
-		return nil, err
-	}
+// planner is the reshard workflow's planning half for this command line:
+// its traffic sample (--sample, --balanced) comes with a progress line.
+func planner(f *Factory, api reshardAPI, ref kstream.Ref, opts *ReshardOptions) *reshard.Planner {
+	pl := &reshard.Planner{API: api, Stream: ref}
 	if opts.Sample > 0 {
-		if in.Sample, err = sampleReshardTraffic(ctx, f, api, ref, toSample, opts); err != nil {
-			return nil, err
+		pl.Sample = func(ctx context.Context, shards []*lineage.Shard) (*reshard.Sample, error) {
+			return sampleReshardTraffic(ctx, f, api, ref, shards, opts)
 		}
 	}
-	return reshard.NewPlan(in, goal)
+	return pl
 }
 
 // loadReshardPlan reads a dry run's plan (--plan FILE) and checks that it
-// does what the command line asks and still applies to the stream: what
-// runs is what was previewed, or nothing.
-func loadReshardPlan(ctx context.Context, api reshardAPI, ref kstream.Ref, goal reshard.Goal, path string) (*reshard.Plan, error) {
+// does what the command line asks and still applies to the stream.
+func loadReshardPlan(ctx context.Context, pl *reshard.Planner, goal reshard.Goal, path string) (*reshard.Plan, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		var pe *fs.PathError
@@ -258,23 +239,7 @@ func loadReshardPlan(ctx context.Context, api reshardAPI, ref kstream.Ref, goal 
 		}
 		return nil, fmt.Errorf("cannot read plan file %s: %w", path, err)
 	}
-	plan, err := reshard.ReadPlan(path, b)
-	if err != nil {
-		return nil, err
-	}
-	if err := plan.CheckGoal(path, goal); err != nil {
-		return nil, err
-	}
-	sum, g, err := describeAndList(ctx, api, ref)
-	if err != nil {
-		return nil, err
-	}
-	in := reshard.Input{Stream: reshard.Stream{Name: ref.Name, ARN: sum.ARN, Status: sum.Status, Mode: sum.Mode}, Graph: g}
-	if err := plan.CheckStillApplies(path, in); err != nil {
-		return nil, err
-	}
-	plan.Notes = append(plan.Notes, fmt.Sprintf("This is the plan previewed in %s, run as it is: the stream still has the open shards it was made from.", path))
-	return plan, nil
+	return pl.Load(ctx, goal, path, b)
 }
 
 // sampleReshardTraffic samples the given shards with a spinner on stderr.
@@ -318,6 +283,8 @@ func executeReshardPlan(ctx context.Context, f *Factory, api reshard.API, ref ks
 					return // the done line follows
 				}
 				p.Update(fmt.Sprintf("%s: waiting for stream %s to be ACTIVE (%s)", step, ref, e.Status))
+			case reshard.EventCheck:
+				p.Update(fmt.Sprintf("%s: no answer came; waiting for stream %s to be ACTIVE to see whether it took effect", step, ref))
 			case reshard.EventDone:
 				p.Stop(fmt.Sprintf("%s done in %s: %s; closed %s, opened %s", step, formatDuration(e.Elapsed), e.Desc,
 					strings.Join(e.Done.Closed, ", "), strings.Join(e.Done.Opened, ", ")))
@@ -329,7 +296,7 @@ func executeReshardPlan(ctx context.Context, f *Factory, api reshard.API, ref ks
 	if p != nil {
 		p.Stop("")
 	}
-	if err == nil {
+	if err == nil && res.Lost == nil {
 		fmt.Fprintf(f.IO.ErrOut, "done: %s in %s\n", text.Plural(len(plan.Steps), "call"), formatDuration(time.Since(start)))
 	}
 	return res, err
@@ -338,13 +305,13 @@ func executeReshardPlan(ctx context.Context, f *Factory, api reshard.API, ref ks
 // describeStepFailure says which step failed and why (in the words of
 // describeError), what was done and where to look; it keeps "interrupted"
 // for Ctrl-C.
-func describeStepFailure(ctx context.Context, f *Factory, err error, res *reshard.Result, total int, lost *lostStep) error {
+func describeStepFailure(ctx context.Context, f *Factory, err error, res *reshard.Result, total int) error {
 	var se *reshard.StepError
 	if !errors.As(err, &se) {
 		return err
 	}
-	if lost != nil {
-		return fmt.Errorf("%s; %s, the layout as it is now is shown", lost.note, doneCount(len(res.Done), total))
+	if res.Lost != nil {
+		return fmt.Errorf("%s; %s, the layout as it is now is shown", lostNote(f, res.Lost), doneCount(len(res.Done), total))
 	}
 	done := doneCount(len(res.Done), total)
 	where := "the layout as it is now is shown"
@@ -366,30 +333,9 @@ func doneCount(done, total int) string {
 	return fmt.Sprintf("%d of %d steps were done", done, total)
 }
 
-// lostStep is a step the executor saw fail before it was sent which the
-// listing shows done: the call reached the service and only its answer was
-// lost (a dropped connection, a timeout); the SDK's retry of it was then
-// refused (the stream is UPDATING, the shard is closed) or failed too. The
-// executor cannot tell; the listing can.
-type lostStep struct {
-	step int
-	note string
-}
-
-// checkLostStep waits for the stream to be ACTIVE, lists it and asks
-// reshard.TookEffect whether the failed step shows done in the listing.
-// When it does, the step is recorded as done in res (with the new layout)
-// and the note says so; otherwise res is left alone.
-func checkLostStep(ctx context.Context, f *Factory, api reshardAPI, ref kstream.Ref, plan *reshard.Plan, res *reshard.Result, se *reshard.StepError, opts *ReshardOptions) *lostStep {
-	lctx, cancel := context.WithTimeout(ctx, min(opts.Wait, time.Minute))
-	defer cancel()
-	if _, err := kstream.WaitActive(lctx, api, ref, kstream.WaitOptions{Timeout: min(opts.Wait, time.Minute), MinDelay: opts.PollMin, MaxDelay: opts.PollMax}); err != nil {
-		return nil
-	}
-	g, err := lineage.Load(lctx, api, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
-	if err != nil || !reshard.TookEffect(plan, res, se, g) {
-		return nil
-	}
-	return &lostStep{step: se.Step, note: fmt.Sprintf("step %d of %d (%s) took effect, although the tool got no answer to it (its last attempt: %s): the listing shows the new shards",
-		se.Step, se.Total, se.Desc, text.OneLine(wordError(se.Err, f.errCtx)))}
+// lostNote says that the step se took effect although its answer was lost
+// (the executor saw it in the listing).
+func lostNote(f *Factory, se *reshard.StepError) string {
+	return fmt.Sprintf("step %d of %d (%s) took effect, although the tool got no answer to it (its last attempt: %s): the listing shows the new shards",
+		se.Step, se.Total, se.Desc, text.OneLine(wordError(se.Err, f.errCtx)))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/faults"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -765,7 +766,7 @@ func TestReshardConfirmation(t *testing.T) {
 		stdin.WriteString(answer)
 		f := NewFactory(ios)
 		f.KinesisClient = func(ctx context.Context, region string) (*kinesis.Client, error) {
-			return kinesis.New(e.ClientOptions(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(p.URL); o.Retryer = newRetryer() }), nil
+			return kinesis.New(e.ClientOptions(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(p.URL); o.Retryer = awscall.KinesisRetryer() }), nil
 		}
 		code := run(context.Background(), f, []string{"split", name, "1", "--no-color"})
 		return code, out.String(), errOut.String()

@@ -185,6 +185,9 @@ and per GB read. Not with --lease-table.`,
 func (o *TailOptions) complete(f *Factory, c *cobra.Command, args []string) error {
 	o.completeBase(f, c, args[0])
 	o.output, o.stdoutTTY, o.now = f.Global.Output, f.IO.StdoutTTY, f.Now()
+	if o.LeaseTable != "" && o.WorkerID == "" {
+		o.WorkerID = defaultWorkerID() // the host's name: the environment, read here
+	}
 	return nil
 }
 
@@ -257,9 +260,6 @@ func (o *TailOptions) validate() error {
 		}
 		if err := checkTableName("--lease-table", o.LeaseTable); err != nil {
 			return err
-		}
-		if o.WorkerID == "" {
-			o.WorkerID = defaultWorkerID()
 		}
 	} else if o.WorkerID != "" || o.CreateLeaseTable || o.given["lease-duration"] {
 		return usageErrorf("--worker-id, --lease-duration and --create-lease-table go with --lease-table")

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
@@ -683,7 +684,7 @@ func runTreeTerminal(t *testing.T, width int, args ...string) string {
 	f := NewFactory(ios)
 	f.KinesisClient = func(ctx context.Context, region string) (*kinesis.Client, error) {
 		o := e.ClientOptions()
-		cfg := aws.Config{Region: o.Region, Credentials: o.Credentials, HTTPClient: o.HTTPClient, Retryer: newRetryer}
+		cfg := aws.Config{Region: o.Region, Credentials: o.Credentials, HTTPClient: o.HTTPClient, Retryer: awscall.KinesisRetryer}
 		return newKinesisClient(cfg, clientConfig{EndpointURL: e.Endpoint}), nil
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/spf13/cobra"
 )
 
@@ -48,7 +49,9 @@ func (l *Live) Consumers(client ConsumerClientFunc, stream func(c *cobra.Command
 func consumerCandidates(ctx context.Context, api ConsumerAPI, stream, prefix string) ([]cobra.Completion, error) {
 	arn := stream
 	if !strings.HasPrefix(stream, "arn:") {
-		out, err := api.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(stream)})
+		out, err := awscall.Do(ctx, awscall.DescribeStreamSummary, func() (*kinesis.DescribeStreamSummaryOutput, error) {
+			return api.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(stream)})
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -57,7 +60,7 @@ func consumerCandidates(ctx context.Context, api ConsumerAPI, stream, prefix str
 	var comps []cobra.Completion
 	in := &kinesis.ListStreamConsumersInput{StreamARN: aws.String(arn)}
 	for {
-		out, err := api.ListStreamConsumers(ctx, in)
+		out, err := awscall.Do(ctx, awscall.ListStreamConsumers, func() (*kinesis.ListStreamConsumersOutput, error) { return api.ListStreamConsumers(ctx, in) })
 		if err != nil {
 			return nil, err
 		}

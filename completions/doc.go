@@ -11,6 +11,7 @@
 // completion is cmd's decision; ParseUse reads the positional arguments a
 // command documents in its Use line.
 //
-// Imports: lineage, internal/kstream (the ListStreams iterator), cobra, the
-// SDK and the standard library.
+// Imports: lineage, internal/kstream (the ListStreams iterator),
+// internal/awscall (the read-only call rule), cobra, the SDK and the
+// standard library.
 package completions

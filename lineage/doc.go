@@ -14,10 +14,10 @@
 //
 // ListShards and Load page ListShards the way the service requires (the
 // stream and filter on the first call only, NextToken alone afterwards),
-// each page under the read-retry policy of internal/readretry.
+// each page under the ControlRead rule of internal/awscall (awscall.Do).
 //
 // Errors wrap one of the Err* sentinels and read as one sentence.
 //
-// Imports: the standard library, aws-sdk-go-v2 types and internal/readretry
+// Imports: the standard library, aws-sdk-go-v2 types and internal/awscall
 // only. Nothing in this package prints, reads flags or builds clients.
 package lineage

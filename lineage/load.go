@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 )
 
 // ShardLister is the one call Load needs; *kinesis.Client satisfies it.
@@ -114,7 +114,7 @@ func listAllPages(ctx context.Context, api ShardLister, o ListOptions) ([]types.
 // policy (ListShards allows 1,000 calls a second per stream, shared by
 // every consumer, so a LimitExceeded is a moment's crowd).
 func listPage(ctx context.Context, api ShardLister, in *kinesis.ListShardsInput) (*kinesis.ListShardsOutput, error) {
-	return readretry.Do(ctx, readretry.ListShards, func() (*kinesis.ListShardsOutput, error) {
+	return awscall.Do(ctx, awscall.ListShards, func() (*kinesis.ListShardsOutput, error) {
 		return api.ListShards(ctx, in)
 	})
 }

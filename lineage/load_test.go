@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 )
 
 const testARN = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
@@ -369,8 +369,8 @@ var _ ShardLister = (*kinesis.Client)(nil)
 
 // A rate limit on one page is waited out; a lasting one is returned.
 func TestListShardsRidesOutRateLimits(t *testing.T) {
-	defer func(n int, d time.Duration) { readretry.Retries, readretry.Pause = n, d }(readretry.Retries, readretry.Pause)
-	readretry.Retries, readretry.Pause = 3, time.Millisecond
+	defer func(r awscall.Rule) { awscall.Rules[awscall.ControlRead] = r }(awscall.Rules[awscall.ControlRead])
+	awscall.Rules[awscall.ControlRead].First = time.Millisecond
 	calls := 0
 	api := listerFunc(func(ctx context.Context, in *kinesis.ListShardsInput, _ ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
 		calls++

@@ -19,9 +19,11 @@
 // helps). The Executor runs a plan one call at a time, waits for ACTIVE
 // between steps, resolves the ids of shards made by earlier steps from a
 // fresh listing, stops at the first failure and reports progress through a
-// callback. TookEffect tells, from a listing, whether a step that failed
-// before it was sent took effect all the same (its answer was lost).
+// callback. When a call fails, the Executor looks, from a listing once the
+// stream is ACTIVE, whether it took effect all the same (its answer was
+// lost): the whole workflow, for the commands and the dashboard alike,
+// which keep only the presentation and the confirmation.
 //
-// Imports: lineage, internal/kstream, internal/pacing, internal/awsdebug,
+// Imports: lineage, internal/kstream, internal/awscall, internal/awsdebug,
 // internal/awserr, the SDK and the standard library.
 package reshard

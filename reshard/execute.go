@@ -11,10 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
-
-	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // API is what the executor needs from the client; *kinesis.Client
@@ -38,6 +37,10 @@ const (
 	EventWait
 	// EventDone: the step is done and the new layout listed.
 	EventDone
+	// EventCheck: the step's call failed without an answer that says it
+	// was refused for sure (Err); the executor waits for ACTIVE and lists
+	// the shards to see whether it took effect all the same.
+	EventCheck
 )
 
 // Event is one progress report.
@@ -49,6 +52,7 @@ type Event struct {
 	Status  types.StreamStatus // EventWait
 	Elapsed time.Duration      // since the call was sent
 	Done    *DoneStep          // EventDone
+	Err     error              // EventCheck: the call's error
 }
 
 // Executor runs a plan against the stream, one call at a time.
@@ -66,6 +70,9 @@ type Executor struct {
 	// times, 500 ms apart.
 	SettleTries int
 	SettleDelay time.Duration
+	// LostWait bounds the look for a lost answer (the wait for ACTIVE and
+	// the listing); 0: Wait.Timeout, at most a minute.
+	LostWait time.Duration
 }
 
 // DoneStep is one completed step, with the ids the service used.
@@ -89,6 +96,11 @@ type Result struct {
 	Layout []Slot `json:"layout"`
 	// Graph is the last listing; nil if none could be taken.
 	Graph *lineage.Graph `json:"-"`
+	// Lost is the step whose call failed without an answer although the
+	// listing shows it took effect (it is in Done): the call reached the
+	// service and only its answer was lost. When it was the last step,
+	// Run returns no error; else the StepError is that step's.
+	Lost *StepError `json:"-"`
 }
 
 // StepError says which step failed and how; Result holds the steps done
@@ -130,6 +142,13 @@ func (e *StepError) Unwrap() error { return e.Err }
 // once. On failure the error is a *StepError (or, before anything was sent,
 // a refusal wrapping ErrNotActive, ErrOnDemand or ErrLayoutChanged), and the
 // Result says what was done and what the layout is now.
+//
+// A call that failed may have taken effect all the same: the answer was
+// lost (a dropped connection, a timeout) and the SDK's retry of it was then
+// refused (the stream is UPDATING, the shard is closed) or failed too. The
+// executor cannot tell from the error; the listing can. So after such a
+// failure it waits for ACTIVE, lists, and when the step shows done it
+// records it (Result.Lost): the last step's lost answer is a success.
 func (x *Executor) Run(ctx context.Context, p *Plan) (*Result, error) {
 	res := &Result{Done: []DoneStep{}}
 	if x.Wait.Timeout == 0 {
@@ -170,7 +189,12 @@ func (x *Executor) Run(ctx context.Context, p *Plan) (*Result, error) {
 		x.emit(Event{Kind: EventSend, Step: n, Total: total, Desc: desc})
 		start := time.Now()
 		if err := x.send(ctx, args, st.Call); err != nil {
-			return x.fail(ctx, res, &StepError{Step: n, Total: total, Desc: desc, Err: err})
+			se := &StepError{Step: n, Total: total, Desc: desc, Err: err}
+			res, err := x.fail(ctx, res, se)
+			if ctx.Err() == nil && x.lostAnswer(ctx, p, res, se) && n == total {
+				return res, nil
+			}
+			return res, err
 		}
 		w := x.Wait
 		w.OnPoll = func(status types.StreamStatus, _ time.Duration) {
@@ -221,13 +245,38 @@ func (x *Executor) fail(ctx context.Context, res *Result, e *StepError) (*Result
 	return res, e
 }
 
+// lostAnswer looks whether the step se, whose call failed, took effect
+// all the same: it waits for ACTIVE (within LostWait), lists the shards and
+// asks tookEffect, which records the step in res when it did.
+func (x *Executor) lostAnswer(ctx context.Context, p *Plan, res *Result, se *StepError) bool {
+	x.emit(Event{Kind: EventCheck, Step: se.Step, Total: se.Total, Desc: se.Desc, Err: se.Err})
+	w := x.Wait
+	w.OnPoll = nil
+	if x.LostWait > 0 {
+		w.Timeout = x.LostWait
+	} else {
+		w.Timeout = min(w.Timeout, time.Minute)
+	}
+	lctx, cancel := context.WithTimeout(ctx, w.Timeout)
+	defer cancel()
+	if _, err := kstream.WaitActive(lctx, x.API, x.Stream, w); err != nil {
+		return false
+	}
+	g, err := x.list(lctx)
+	if err != nil || !tookEffect(p, res, se, g) {
+		return false
+	}
+	res.Lost = se
+	return true
+}
+
 // settle lists the shards until the layout is the planned one, a few times:
 // a listing right after ACTIVE may lag behind on some backends.
 func (x *Executor) settle(ctx context.Context, st Step, want []Slot) (*lineage.Graph, error) {
 	var last error
 	for try := 0; try < x.SettleTries; try++ {
 		if try > 0 {
-			if err := kstream.Sleep(ctx, x.SettleDelay); err != nil {
+			if err := awscall.Sleep(ctx, x.SettleDelay); err != nil {
 				return nil, err
 			}
 		}
@@ -266,38 +315,17 @@ func (x *Executor) send(ctx context.Context, a Args, call Call) error {
 	switch call {
 	case SplitShard:
 		_, err = x.API.SplitShard(ctx, &kinesis.SplitShardInput{StreamName: name, StreamARN: arn,
-			ShardToSplit: aws.String(a.ShardToSplit.ID), NewStartingHashKey: aws.String(a.NewStartingHashKey.String())}, noQuotaRetries)
+			ShardToSplit: aws.String(a.ShardToSplit.ID), NewStartingHashKey: aws.String(a.NewStartingHashKey.String())}, awscall.NoQuotaRetries)
 	case MergeShards:
 		_, err = x.API.MergeShards(ctx, &kinesis.MergeShardsInput{StreamName: name, StreamARN: arn,
-			ShardToMerge: aws.String(a.ShardToMerge.ID), AdjacentShardToMerge: aws.String(a.AdjacentShardToMerge.ID)}, noQuotaRetries)
+			ShardToMerge: aws.String(a.ShardToMerge.ID), AdjacentShardToMerge: aws.String(a.AdjacentShardToMerge.ID)}, awscall.NoQuotaRetries)
 	case UpdateShardCount:
 		_, err = x.API.UpdateShardCount(ctx, &kinesis.UpdateShardCountInput{StreamName: name, StreamARN: arn,
-			TargetShardCount: aws.Int32(int32(a.TargetShardCount)), ScalingType: types.ScalingTypeUniformScaling}, noQuotaRetries)
+			TargetShardCount: aws.Int32(int32(a.TargetShardCount)), ScalingType: types.ScalingTypeUniformScaling}, awscall.NoQuotaRetries)
 	default:
 		err = fmt.Errorf("unknown call %q", call)
 	}
 	return err
-}
-
-// noQuotaRetries makes the call's retryer give up on LimitExceeded.
-func noQuotaRetries(o *kinesis.Options) {
-	if o.Retryer != nil {
-		o.Retryer = quotaNotRetried{o.Retryer}
-	}
-}
-
-type quotaNotRetried struct{ aws.Retryer }
-
-func (r quotaNotRetried) IsErrorRetryable(err error) bool {
-	return awserr.Of(err) != awserr.LimitExceeded && r.Retryer.IsErrorRetryable(err)
-}
-
-// GetAttemptToken keeps the inner retryer's rate limiting (aws.RetryerV2).
-func (r quotaNotRetried) GetAttemptToken(ctx context.Context) (func(error) error, error) {
-	if v2, ok := r.Retryer.(aws.RetryerV2); ok {
-		return v2.GetAttemptToken(ctx)
-	}
-	return r.Retryer.GetInitialToken(), nil
 }
 
 // resolve fills in the ids of the step's shards from the open layout,

@@ -4,7 +4,7 @@ import (
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
-// TookEffect reports whether a step the executor saw fail before it was
+// tookEffect reports whether a step the executor saw fail before it was
 // sent (se.Sent false) took effect all the same: its call reached the
 // service and only the answer was lost (a dropped connection, a timeout),
 // and the SDK's retry of it was then refused (the stream is UPDATING, the
@@ -17,7 +17,7 @@ import (
 // before the step). Then the step is added to res.Done, naming the shards
 // it closed and opened, and res takes g as its layout; otherwise res is
 // left alone.
-func TookEffect(p *Plan, res *Result, se *StepError, g *lineage.Graph) bool {
+func tookEffect(p *Plan, res *Result, se *StepError, g *lineage.Graph) bool {
 	i := se.Step - 1
 	if se.Sent || g == nil || i < 0 || i >= len(p.Steps) || len(res.Done) != i {
 		return false

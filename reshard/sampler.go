@@ -7,14 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
-
-	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // SampleAPI is what SampleTraffic needs from the client.
@@ -70,9 +66,6 @@ type SampleOptions struct {
 	// OnShard is called after each shard is read, from the reading goroutine.
 	OnShard func(s ShardSample)
 }
-
-// noSDKRetries leaves retries to the sampler, which paces them.
-func noSDKRetries(o *kinesis.Options) { o.RetryMaxAttempts = 1 }
 
 // SampleTraffic samples the records of the given open shards that arrived
 // in the last Window: all of them when a shard holds at most Max there,
@@ -155,13 +148,4 @@ func withDeadline(ctx context.Context, d time.Duration, f func(ctx context.Conte
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return f(ctx)
-}
-
-var sdkRetryables = retry.IsErrorRetryables(retry.DefaultRetryables)
-
-// retryable: throttling, 5xx and connection errors, as the SDK judges
-// them, and a call that passed its own deadline (the caller checks that
-// its context is still alive).
-func retryable(err error) bool {
-	return awserr.Is(err, awserr.Throttled, awserr.Transient) || sdkRetryables.IsErrorRetryable(err) == aws.TrueTernary
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
@@ -23,7 +24,9 @@ import (
 // its last record: a window that holds at most MaxRecords is read exactly,
 // however its traffic is spread.
 //
-// Limits a hot shard imposes (docs/KINESIS-NOTES.md §1), all respected:
+// Limits a hot shard imposes (docs/KINESIS-NOTES.md §1), all respected
+// by the pacer every reader of shards uses (awscall.Pacer, one for
+// GetRecords and one for GetShardIterator):
 //   - 5 GetRecords calls a second per shard, shared by every consumer, each
 //     attempt counting: calls start at least Interval (220 ms) apart.
 //   - 2 MiB a second of reads: after a response of B bytes the next call
@@ -32,10 +35,9 @@ import (
 //     needs, and for no more records than about 2 MiB holds once the
 //     shard's record size is known, so no response shuts the shard's other
 //     consumers out for seconds.
-//   - A throttle (ProvisionedThroughputExceeded) is retried after
-//     the wait every reader of shards uses (pacing.AfterThrottle): never
-//     sooner than a second, since a throttled shard stays refused for the
-//     rest of its second, and longer under repeated throttles.
+//   - A throttle (the shard's quota spent) is retried never sooner
+//     than a second, since a throttled shard stays refused for the rest of
+//     its second, and longer under repeated throttles.
 //
 // A read has a time budget (Budget); when it runs out, the records read so
 // far are the result, over the part of the window they cover, and Stopped
@@ -48,18 +50,12 @@ const (
 	// make each slice's rate estimate noisy.
 	minSliceRecords = 100
 	maxSlices       = 50
-	// callInterval is tail's pacing: 4.5 calls a second, under the
-	// shard's 5 with a margin for clock jitter.
-	callInterval       = 220 * time.Millisecond
-	readBytesPerSecond = 2 << 20
 	// maxCallBytes: each response aims at one second of the read quota.
-	maxCallBytes = readBytesPerSecond
+	maxCallBytes = awscall.ReadBytesPerSecond
 	// firstLimit bounds the first call on a shard, whose record size is
 	// not known yet.
-	firstLimit      = 100
-	maxLimit        = 10000
-	errorBackoffMin = 250 * time.Millisecond
-	errorBackoffMax = 5 * time.Second
+	firstLimit = 100
+	maxLimit   = 10000
 )
 
 // WindowRecord is one record read from a window.
@@ -153,12 +149,10 @@ type WindowOptions struct {
 	Budget time.Duration
 	// MaxCalls bounds the GetRecords attempts per shard (0: none).
 	MaxCalls int
-	// Interval is the least time between calls on a shard; 0: 220 ms.
-	Interval time.Duration
-	// ReadBytesPerSecond paces the reads of a shard; 0: 2 MiB, the shard's
-	// read quota. A lower value leaves room for the shard's consumers.
-	ReadBytesPerSecond int
-	CallTimeout        time.Duration // deadline of each call; 0: 10 s
+	// Interval is the least time between calls on a shard; 0: 220 ms
+	// (awscall.MinCallInterval).
+	Interval    time.Duration
+	CallTimeout time.Duration // deadline of each call; 0: 10 s
 	// IteratorTimeout bounds GetShardIterator AT_TIMESTAMP, which answers
 	// at once on AWS but never on kinesalite when no record is that
 	// recent; the first slice then reads from TRIM_HORIZON, a later one on
@@ -182,10 +176,7 @@ func (o *WindowOptions) defaults() {
 		o.MaxRecords = DefaultMaxRecords
 	}
 	if o.Interval <= 0 {
-		o.Interval = callInterval
-	}
-	if o.ReadBytesPerSecond <= 0 {
-		o.ReadBytesPerSecond = readBytesPerSecond
+		o.Interval = awscall.MinCallInterval
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 10 * time.Second
@@ -203,7 +194,7 @@ func (o *WindowOptions) defaults() {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = kstream.Sleep
+		o.Sleep = awscall.Sleep
 	}
 	if o.Until.IsZero() {
 		o.Until = o.Now()

@@ -11,12 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
-	"github.com/kinesis-shards/kinesis-shards/internal/pacing"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
-
-	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // windowReader reads one shard's window (see ReadWindows).
@@ -40,12 +38,12 @@ type windowReader struct {
 	seenN, seenBytes int     // every record received, for the record size
 	rate             float64 // records per second of the last page
 	burst            int     // records taken in a row with one arrival time
-	nextCall         time.Time
-	nextIter         time.Time
+	// pacer paces GetRecords, iterPacer GetShardIterator (a quota of its
+	// own); failures counts both's failures in a row, against Retries.
+	pacer, iterPacer *awscall.Pacer
+	failures         int
 	started          time.Time
 	calls, throttled int
-	throttleRun      int // throttles since the last success
-	failures         int // failures in a row
 	done, jump       bool
 	stopped          string
 }
@@ -54,6 +52,7 @@ func newWindowReader(api SampleAPI, ref kstream.Ref, sh *lineage.Shard, o *Windo
 	n := sliceCount(o.MaxRecords)
 	w := &windowReader{api: api, ref: ref, sh: sh, o: o, rng: rand.New(rand.NewPCG(o.Seed, i)),
 		slices: makeSlices(o.From, o.Until, n)}
+	w.pacer, w.iterPacer = awscall.NewPacer(w.rng, o.Interval), awscall.NewPacer(w.rng, o.Interval)
 	w.startSlice(0)
 	return w
 }
@@ -153,14 +152,14 @@ func (w *windowReader) stop(why string) {
 // start are then skipped as they come).
 func (w *windowReader) seek(ctx context.Context, in *kinesis.GetShardIteratorInput, first bool) error {
 	for {
-		if w.overBudget(w.nextIter) {
+		if w.overBudget(w.iterPacer.Next()) {
 			return nil
 		}
-		if err := w.o.Sleep(ctx, w.nextIter.Sub(w.o.Now())); err != nil {
+		if err := w.o.Sleep(ctx, w.iterPacer.Until(w.o.Now())); err != nil {
 			return err
 		}
 		attempt := w.o.Now()
-		w.nextIter = attempt.Add(w.o.Interval)
+		w.iterPacer.Attempt(attempt)
 		timeout := w.o.CallTimeout
 		if in.ShardIteratorType == types.ShardIteratorTypeAtTimestamp {
 			timeout = min(timeout, w.o.IteratorTimeout)
@@ -168,12 +167,14 @@ func (w *windowReader) seek(ctx context.Context, in *kinesis.GetShardIteratorInp
 		var out *kinesis.GetShardIteratorOutput
 		err := withDeadline(ctx, timeout, func(ctx context.Context) error {
 			var err error
-			out, err = w.api.GetShardIterator(ctx, in, noSDKRetries)
+			out, err = w.api.GetShardIterator(ctx, in, awscall.Once)
 			return err
 		})
+		verdict := awscall.OnRead(err)
 		switch {
 		case err == nil:
 			w.it, w.failures = out.ShardIterator, 0
+			w.iterPacer.Answered(attempt, 0)
 			return nil
 		case ctx.Err() != nil:
 			return err
@@ -184,14 +185,13 @@ func (w *windowReader) seek(ctx context.Context, in *kinesis.GetShardIteratorInp
 				in = w.input(types.ShardIteratorTypeAfterSequenceNumber)
 				in.StartingSequenceNumber = aws.String(w.lastSeq)
 			}
-		case isThrottle(err):
-			w.throttleRun++
-			w.nextIter = attempt.Add(pacing.AfterThrottle(w.rng, w.throttleRun))
-		case retryable(err):
+		case verdict == awscall.Throttle:
+			w.iterPacer.Throttled(attempt)
+		case verdict == awscall.Retry:
 			if w.failures++; w.failures > w.o.Retries {
 				return err
 			}
-			w.nextIter = attempt.Add(pacing.Backoff(w.rng, errorBackoffMin, errorBackoffMax, w.failures))
+			w.iterPacer.Failed(attempt)
 		default:
 			return err
 		}
@@ -254,48 +254,48 @@ func (w *windowReader) need() int {
 // readPage makes one paced GetRecords attempt and takes its records; a
 // throttle or a passing failure only moves the next attempt.
 func (w *windowReader) readPage(ctx context.Context) error {
-	if w.overBudget(w.nextCall) {
+	if w.overBudget(w.pacer.Next()) {
 		return nil
 	}
-	if err := w.o.Sleep(ctx, w.nextCall.Sub(w.o.Now())); err != nil {
+	if err := w.o.Sleep(ctx, w.pacer.Until(w.o.Now())); err != nil {
 		return err
 	}
 	limit := w.limit()
 	attempt := w.o.Now()
-	w.nextCall = attempt.Add(w.o.Interval)
+	w.pacer.Attempt(attempt)
 	w.calls++
 	var out *kinesis.GetRecordsOutput
 	err := withDeadline(ctx, w.o.CallTimeout, func(ctx context.Context) error {
 		var err error
-		out, err = w.api.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: w.it, Limit: aws.Int32(limit), StreamARN: w.ref.ARNInput()}, noSDKRetries)
+		out, err = w.api.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: w.it, Limit: aws.Int32(limit), StreamARN: w.ref.ARNInput()}, awscall.Once)
 		return err
 	})
+	verdict := awscall.OnRead(err)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		return err
-	case isThrottle(err):
+	case verdict == awscall.Throttle:
 		w.throttled++
-		w.throttleRun++
-		w.nextCall = attempt.Add(pacing.AfterThrottle(w.rng, w.throttleRun))
+		w.pacer.Throttled(attempt)
 		return nil
-	case awserr.Of(err) == awserr.ExpiredIterator:
+	case verdict == awscall.Renew:
 		in := w.atTimestamp()
 		if w.lastSeq != "" {
 			in = w.input(types.ShardIteratorTypeAfterSequenceNumber)
 			in.StartingSequenceNumber = aws.String(w.lastSeq)
 		}
 		return w.seek(ctx, in, false)
-	case retryable(err):
+	case verdict == awscall.Retry:
 		if w.failures++; w.failures > w.o.Retries {
 			return err
 		}
-		w.nextCall = attempt.Add(max(w.o.Interval, pacing.Backoff(w.rng, errorBackoffMin, errorBackoffMax, w.failures)))
+		w.pacer.Failed(attempt)
 		return nil
 	default:
 		return err
 	}
-	w.throttleRun, w.failures = 0, 0
+	w.failures = 0
 	w.take(out, attempt, limit)
 	return nil
 }
@@ -311,9 +311,9 @@ func (w *windowReader) take(out *kinesis.GetRecordsOutput, attempt time.Time, li
 	}
 	w.seenN += len(out.Records)
 	w.seenBytes += size
-	// The read quota refills at ReadBytesPerSecond: after a big page the
+	// The read quota refills at 2 MiB a second: after a big page the
 	// next call waits for it (10 MiB: 5 s).
-	w.nextCall = attempt.Add(max(w.o.Interval, time.Duration(float64(size)/float64(w.o.ReadBytesPerSecond)*float64(time.Second))))
+	w.pacer.Answered(attempt, size)
 	for i := range out.Records {
 		r := &out.Records[i]
 		w.lastSeq = aws.ToString(r.SequenceNumber)
@@ -429,5 +429,3 @@ func (w *windowReader) result() ShardWindow {
 	}
 	return sw
 }
-
-func isThrottle(err error) bool { return awserr.Of(err) == awserr.Throttled }

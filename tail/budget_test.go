@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
 	"github.com/kinesis-shards/kinesis-shards/tail/internal/getrecords"
 )
@@ -149,7 +150,7 @@ func TestPageTicketGrows(t *testing.T) {
 	// A deadline far shorter than the wait for room would be.
 	ctx, cancel := context.WithTimeout(getrecords.WithReserve(context.Background(), ticket.grow), 5*time.Second)
 	defer cancel()
-	out, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, getrecords.Option)
+	out, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, awscall.Once, getrecords.Option)
 	if err != nil {
 		t.Fatalf("GetRecords with the budget full: %v", err)
 	}

@@ -20,6 +20,6 @@
 // tail/internal/getrecords decodes GetRecords responses.
 //
 // Imports: lineage, tail/internal/getrecords, internal/efo (the subscribed
-// reader), internal/kstream, internal/pacing, internal/awsdebug, internal/awserr,
+// reader), internal/kstream, internal/awscall, internal/awsdebug, internal/awserr,
 // internal/text, the SDK, protowire and the standard library.
 package tail

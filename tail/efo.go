@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 	"github.com/kinesis-shards/kinesis-shards/internal/efo"
 )
@@ -228,7 +229,9 @@ func (r *reader) efoOptions(start efo.Position, fails *failureRun, room *eventRo
 func (r *reader) subscribeNotFound(ctx context.Context, err error) error {
 	name := efo.ConsumerName(r.t.opts.EFO.ConsumerARN)
 	cctx, cancel := context.WithTimeout(ctx, r.t.opts.CallTimeout)
-	_, derr := r.t.opts.EFO.API.DescribeStreamConsumer(cctx, &kinesis.DescribeStreamConsumerInput{ConsumerARN: aws.String(r.t.opts.EFO.ConsumerARN)})
+	_, derr := awscall.Do(cctx, awscall.DescribeStreamConsumer, func() (*kinesis.DescribeStreamConsumerOutput, error) {
+		return r.t.opts.EFO.API.DescribeStreamConsumer(cctx, &kinesis.DescribeStreamConsumerInput{ConsumerARN: aws.String(r.t.opts.EFO.ConsumerARN)})
+	})
 	cancel()
 	switch {
 	case awserr.Of(derr) == awserr.NotFound:

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 )
 
 // leaseSync keeps the tail in step with a lease table. Syncs and
@@ -454,7 +454,7 @@ func (ls *leaseSync) finalFlush(ctx context.Context) error {
 			return failed
 		}
 		ls.t.opts.Logf("checkpointing to the lease table failed (retrying in %s): %v", d.Round(time.Millisecond), failed)
-		if err := kstream.Sleep(ctx, d); err != nil {
+		if err := awscall.Sleep(ctx, d); err != nil {
 			return failed
 		}
 	}

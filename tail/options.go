@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/efo"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
@@ -113,7 +114,7 @@ func (o *Options) defaults() {
 		o.PollInterval = DefaultPollInterval
 	}
 	if o.minInterval <= 0 {
-		o.minInterval = minCallInterval
+		o.minInterval = awscall.MinCallInterval
 	}
 	if o.PollInterval < o.minInterval {
 		o.PollInterval = o.minInterval

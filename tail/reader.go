@@ -14,25 +14,23 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
 	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
-	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
-	"github.com/kinesis-shards/kinesis-shards/internal/pacing"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/tail/internal/getrecords"
 )
 
 // Pacing. A shard serves 5 GetRecords calls per second to all its readers
-// together, and every attempt counts, retries included. Attempts start at
-// least minCallInterval apart (4.5/s, leaving a margin for clock jitter);
-// a caught-up shard is polled every PollInterval.
+// together, and every attempt counts, retries included: each reader keeps
+// an awscall.Pacer for its GetRecords and one for its GetShardIterator
+// (attempts at least minInterval apart, the 2 MiB a second of reads, a
+// second of quiet after a throttle); a caught-up shard is polled every
+// PollInterval. The lease table's own retries (saveStart, leasesync) wait
+// errorBackoffMin to errorBackoffMax.
 const (
-	minCallInterval = 220 * time.Millisecond
-	// readBytesPerSecond is a shard's read quota; after a big response the
-	// next call waits until the quota has refilled.
-	readBytesPerSecond = 2 << 20
-	errorBackoffMin    = 250 * time.Millisecond
-	errorBackoffMax    = 5 * time.Second
+	errorBackoffMin = 250 * time.Millisecond
+	errorBackoffMax = 5 * time.Second
 	// maxDecompressed bounds --decompress (a gzip bomb stays compressed).
 	maxDecompressed = 64 << 20
 )
@@ -48,11 +46,6 @@ var throttleWarnAfter = time.Minute
 // how far before its making a --from-tip lease says its shard starts, for
 // a successor): room for a local clock ahead of the service's.
 const LatestMargin = 10 * time.Second
-
-// noSDKRetries makes the SDK try a call once: the reader decides retries,
-// so each attempt goes through the pacer and throttling is not retried
-// behind our back or charged to a budget shared by all shards.
-func noSDKRetries(o *kinesis.Options) { o.RetryMaxAttempts = 1 }
 
 type startPoint struct {
 	kind types.ShardIteratorType
@@ -91,13 +84,12 @@ type reader struct {
 
 	lastSeq string // last record received (and delivered)
 	atTip   bool
-	failing bool      // the last call failed
-	next    time.Time // earliest start of the next GetRecords attempt
-	// nextIterator paces GetShardIterator, which has a budget of its own
-	// (5 calls per second per shard, apart from GetRecords'), so a new
-	// reader's first GetRecords need not wait.
-	nextIterator time.Time
-	rand         *rand.Rand
+	failing bool // the last call failed
+	// pacer paces GetRecords; iterPacer GetShardIterator, which has a
+	// budget of its own (5 calls per second per shard, apart from
+	// GetRecords'), so a new reader's first GetRecords need not wait.
+	pacer, iterPacer *awscall.Pacer
+	rand             *rand.Rand
 	// revoked: the shard's lease went to another worker. The reader may
 	// still hold a page; it must record nothing more (no position, no end).
 	revoked atomic.Bool
@@ -181,6 +173,8 @@ func (r *reader) logf(format string, args ...any) {
 
 func (r *reader) run(ctx context.Context) error {
 	r.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	r.pacer = awscall.NewPacer(r.rand, r.t.opts.minInterval)
+	r.iterPacer = awscall.NewPacer(r.rand, r.t.opts.minInterval)
 	ctx = awsdebug.WithShard(ctx, r.id)
 	if r.recordStart {
 		if err := r.saveStart(ctx); err != nil {
@@ -216,7 +210,7 @@ func (r *reader) run(ctx context.Context) error {
 			return nil // stopping
 		}
 		attempt := r.t.now()
-		r.next = attempt.Add(r.t.opts.minInterval)
+		r.pacer.Attempt(attempt)
 		r.calling.Store(attempt.UnixNano())
 		out, err := r.getRecords(tctx, it)
 		if err == nil && len(out.Records) > 0 {
@@ -269,11 +263,12 @@ func (r *reader) run(ctx context.Context) error {
 	}
 }
 
-// failureRun is a reader's current run of failed calls.
+// failureRun is a reader's current run of failed calls, for the warning
+// when it lasts (the waits are the pacer's).
 type failureRun struct {
-	throttles, failures int
-	since               time.Time // the first failure of the run
-	warned              bool
+	failures int
+	since    time.Time // the first failure of the run
+	warned   bool
 }
 
 // callFailed decides what a failed GetRecords means: wait and ask again
@@ -284,27 +279,26 @@ func (r *reader) callFailed(ctx context.Context, err error, attempt time.Time, f
 	// At its tip only after an answer since the last failure: a reader
 	// whose calls fail does not know what it is missing.
 	r.setFailing()
-	if f.failures+f.throttles == 0 {
+	if f.failures == 0 {
 		f.since = attempt
 	}
+	f.failures++
 	warn := func(format string, args ...any) {
 		if !f.warned && attempt.Sub(f.since) >= throttleWarnAfter {
 			f.warned = true
 			r.t.opts.Warnf(format, append([]any{r.id, attempt.Sub(f.since).Round(time.Second)}, args...)...)
 		}
 	}
-	kind := awserr.Of(err)
+	verdict := awscall.OnRead(err)
 	switch {
 	case ctx.Err() != nil:
 		return "", true, nil
-	case kind == awserr.Throttled:
+	case verdict == awscall.Throttle:
 		// Never drop: wait and ask again with the same iterator.
-		f.throttles++
 		warn("shard %s has been throttled for %s: other consumers share its 5 GetRecords calls and 2 MiB per second; tail keeps asking and loses nothing")
-		d := pacing.AfterThrottle(r.rand, f.throttles)
+		d := r.pacer.Throttled(attempt)
 		r.logf("throttled, retrying in %s", d.Round(time.Millisecond))
-		r.next = attempt.Add(d)
-	case kind == awserr.ExpiredIterator:
+	case verdict == awscall.Renew:
 		r.logf("iterator expired; resuming after %s", nonEmpty(r.lastSeq, "the start"))
 		it, err := r.iterator(ctx)
 		if err != nil {
@@ -314,19 +308,17 @@ func (r *reader) callFailed(ctx context.Context, err error, attempt time.Time, f
 			return "", true, r.end(nil)
 		}
 		return it, false, nil
-	case kind == awserr.NotFound:
+	case verdict == awscall.Gone:
 		if err := r.notFound(ctx); err != nil {
 			return "", true, err
 		}
 		return "", true, r.end(nil)
-	case kind == awserr.Transient:
+	case verdict == awscall.Retry:
 		// Retried for as long as it lasts: giving up would end the tail
 		// with records unread.
-		f.failures++
 		warn("shard %s: GetRecords has failed for %s (%v); tail keeps asking and loses nothing", err)
-		d := backoff(r.rand, errorBackoffMin, errorBackoffMax, f.failures)
+		d := r.pacer.Failed(attempt)
 		r.logf("GetRecords failed (%v), retrying in %s", err, d.Round(time.Millisecond))
-		r.next = attempt.Add(max(d, r.t.opts.minInterval))
 	default:
 		return "", true, fmt.Errorf("shard %s: %w", r.id, err)
 	}
@@ -340,20 +332,22 @@ func (r *reader) pace(out *kinesis.GetRecordsOutput, size int, attempt time.Time
 	switch {
 	case len(out.Records) > 0:
 		// Catching up: next call as soon as the quotas allow.
-		r.next = attempt.Add(max(r.t.opts.minInterval, time.Duration(float64(size)/readBytesPerSecond*float64(time.Second))))
+		r.pacer.Answered(attempt, size)
 		r.setTip(false)
 		r.endWait.since = time.Time{} // progress
 	case behind:
 		// Empty but behind: data lies further on; keep going.
+		r.pacer.Answered(attempt, 0)
 		r.setTip(false)
 	default:
-		r.next = attempt.Add(r.t.opts.PollInterval)
 		if polls == 1 {
 			// The first call no longer waits the pacing floor after
 			// GetShardIterator; when it finds nothing (a child opened a
 			// moment before its first record), look again when it used to
 			// be made, so a reader is never later than before.
-			r.next = attempt.Add(r.t.opts.minInterval)
+			r.pacer.Answered(attempt, 0)
+		} else {
+			r.pacer.Idle(attempt, r.t.opts.PollInterval)
 		}
 		// A shard known to be closed is not "at its tip" until it ends.
 		closed := r.closed.Load()
@@ -384,7 +378,7 @@ func (r *reader) notFound(ctx context.Context) error {
 		r.logf("shard not found (trimmed by retention); treating it as read")
 		return nil
 	}
-	if shards, err := r.t.listWithRetry(ctx); err == nil && trimmedParent(shards, r.id) {
+	if shards, err := r.t.list(ctx); err == nil && trimmedParent(shards, r.id) {
 		r.closed.Store(true)
 		r.logf("shard not found, and listed shards name it as a parent: closed and trimmed by retention since the last listing; treating it as read")
 		return nil
@@ -431,7 +425,7 @@ func (r *reader) saveStart(ctx context.Context) error {
 		}
 		d := backoff(r.rand, errorBackoffMin, errorBackoffMax, attempt)
 		r.logf("recording the start in the lease table failed (retrying in %s): %v", d.Round(time.Millisecond), err)
-		if err := kstream.Sleep(ctx, d); err != nil {
+		if err := awscall.Sleep(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -473,7 +467,7 @@ func (r *reader) end(children []types.ChildShard) error {
 
 // wait sleeps until the pacer allows the next attempt.
 func (r *reader) wait(ctx context.Context) error {
-	return kstream.Sleep(ctx, r.next.Sub(r.t.now()))
+	return awscall.Sleep(ctx, r.pacer.Until(r.t.now()))
 }
 
 func (r *reader) getRecords(ctx context.Context, it string) (*kinesis.GetRecordsOutput, error) {
@@ -483,7 +477,7 @@ func (r *reader) getRecords(ctx context.Context, it string) (*kinesis.GetRecords
 	if r.t.opts.Limit > 0 {
 		in.Limit = aws.Int32(r.t.opts.Limit)
 	}
-	return r.t.api.GetRecords(cctx, in, noSDKRetries, getrecords.Option)
+	return r.t.api.GetRecords(cctx, in, awscall.Once, getrecords.Option)
 }
 
 func arnIfSet(s string) *string {
@@ -517,34 +511,35 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 	case types.ShardIteratorTypeAtTimestamp:
 		in.Timestamp = aws.Time(sp.ts)
 	}
-	failures, throttles, warned := 0, 0, false
-	var failingSince time.Time
+	var fails failureRun
 	for {
-		if err := kstream.Sleep(ctx, r.nextIterator.Sub(r.t.now())); err != nil {
+		if err := awscall.Sleep(ctx, r.iterPacer.Until(r.t.now())); err != nil {
 			return "", err
 		}
 		if err := r.t.calls.acquire(ctx); err != nil {
 			return "", err
 		}
 		attempt := r.t.now()
-		r.nextIterator = attempt.Add(r.t.opts.minInterval)
+		r.iterPacer.Attempt(attempt)
 		if sp.kind == types.ShardIteratorTypeLatest && r.latestFrom.IsZero() {
 			// The margin covers a local clock ahead of the service's.
 			r.latestFrom = attempt.Add(-LatestMargin)
 		}
 		r.askedLatest = r.askedLatest || sp.kind == types.ShardIteratorTypeLatest
 		cctx, cancel := context.WithTimeout(ctx, r.t.opts.CallTimeout)
-		out, err := r.t.api.GetShardIterator(cctx, in, noSDKRetries)
+		out, err := r.t.api.GetShardIterator(cctx, in, awscall.Once)
 		cancel()
 		r.t.calls.release()
 		if err == nil {
+			r.iterPacer.Answered(attempt, 0)
 			return aws.ToString(out.ShardIterator), nil
 		}
 		class := awserr.Classify(err)
+		verdict := awscall.OnRead(err)
 		switch {
 		case ctx.Err() != nil:
 			return "", ctx.Err()
-		case class.Kind == awserr.NotFound:
+		case verdict == awscall.Gone:
 			return "", r.notFound(ctx)
 		case class.Kind == awserr.Invalid && sp.kind == types.ShardIteratorTypeAfterSequenceNumber && r.skip.seq == "":
 			// AWS refuses "after" the last record of a closed shard ("has
@@ -555,20 +550,19 @@ func (r *reader) iterator(ctx context.Context) (string, error) {
 			r.skip = resumeSkip{seq: sp.seq, sub: math.MaxInt64}
 		case class.Kind == awserr.Invalid && (sp.kind == types.ShardIteratorTypeAfterSequenceNumber || sp.kind == types.ShardIteratorTypeAtSequenceNumber):
 			return "", fmt.Errorf("shard %s: the service refused to resume at sequence number %s (from the checkpoint or the last record): %s", r.id, sp.seq, class.Message)
-		case class.Kind == awserr.Throttled || class.Kind == awserr.Transient:
-			failures++ // retried for as long as it lasts, as GetRecords
-			if failures == 1 {
-				failingSince = attempt
-			} else if !warned && attempt.Sub(failingSince) >= throttleWarnAfter {
-				warned = true
-				r.t.opts.Warnf("shard %s: GetShardIterator has failed for %s (%v); tail keeps asking", r.id, attempt.Sub(failingSince).Round(time.Second), err)
+		case verdict == awscall.Throttle || verdict == awscall.Retry:
+			// Retried for as long as it lasts, as GetRecords.
+			if fails.failures++; fails.failures == 1 {
+				fails.since = attempt
+			} else if !fails.warned && attempt.Sub(fails.since) >= throttleWarnAfter {
+				fails.warned = true
+				r.t.opts.Warnf("shard %s: GetShardIterator has failed for %s (%v); tail keeps asking", r.id, attempt.Sub(fails.since).Round(time.Second), err)
 			}
-			d := backoff(r.rand, errorBackoffMin, errorBackoffMax, failures)
-			if class.Kind == awserr.Throttled {
-				throttles++
-				d = pacing.AfterThrottle(r.rand, throttles)
+			if verdict == awscall.Throttle {
+				r.iterPacer.Throttled(attempt)
+			} else {
+				r.iterPacer.Failed(attempt)
 			}
-			r.nextIterator = attempt.Add(max(r.t.opts.minInterval, d))
 		default:
 			return "", fmt.Errorf("shard %s: %w", r.id, err)
 		}
@@ -582,5 +576,5 @@ func nilIfARN(name, arn string) *string {
 	return aws.String(name)
 }
 
-// backoff is exponential with jitter, shared with the reshard sampler.
-var backoff = pacing.Backoff
+// backoff is the wait of the lease table's retries.
+var backoff = awscall.Backoff

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/cpumeter"
 
@@ -69,7 +70,7 @@ func BenchmarkGetRecords(b *testing.B) {
 	for _, dec := range []struct {
 		name string
 		opts []func(*kinesis.Options)
-	}{{"sdk", []func(*kinesis.Options){noSDKRetries}}, {"fast", []func(*kinesis.Options){noSDKRetries, getrecords.Option}}} {
+	}{{"sdk", []func(*kinesis.Options){awscall.Once}}, {"fast", []func(*kinesis.Options){awscall.Once, getrecords.Option}}} {
 		for _, sz := range benchSizes {
 			b.Run(dec.name+"/"+sz.name, func(b *testing.B) {
 				s := startStub(b, wirestub.Options{RecordSize: sz.size})
@@ -105,7 +106,7 @@ func BenchmarkGetRecordsLoopback(b *testing.B) {
 			m := cpumeter.Start()
 			retries := 0
 			for b.Loop() {
-				out, err := c.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String(it)}, noSDKRetries, getrecords.Option)
+				out, err := c.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String(it)}, awscall.Once, getrecords.Option)
 				// Over loopback the stub can answer before the client's
 				// write loop has finished with the request, and net/http
 				// then drops the connection under the body being read
@@ -114,7 +115,7 @@ func BenchmarkGetRecordsLoopback(b *testing.B) {
 				// connection; so does the benchmark, and counts them.
 				for err != nil && awserr.Of(err) == awserr.Transient && retries < 100 {
 					retries++
-					out, err = c.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String(it)}, noSDKRetries, getrecords.Option)
+					out, err = c.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String(it)}, awscall.Once, getrecords.Option)
 				}
 				if err != nil {
 					b.Fatal(err)

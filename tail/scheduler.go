@@ -12,7 +12,6 @@ import (
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 	"github.com/kinesis-shards/kinesis-shards/internal/efo"
-	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )
 
@@ -148,7 +147,7 @@ func (t *Tailer) Run(ctx context.Context) (res Result, err error) {
 	t.positions = positions
 	t.lastActivity = t.now()
 
-	shards, err := t.listWithRetry(ctx)
+	shards, err := t.list(ctx)
 	if err != nil {
 		return Result{Reason: StopError}, err
 	}
@@ -501,25 +500,8 @@ func (t *Tailer) finalSave(ctx context.Context) error {
 	return t.save(ctx)
 }
 
-// listWithRetry lists the shards for the start, riding out throttling and
-// a stream that is briefly busy.
-func (t *Tailer) listWithRetry(ctx context.Context) ([]types.Shard, error) {
-	delay := 500 * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		shards, err := t.list(ctx)
-		if err == nil {
-			return shards, nil
-		}
-		if !awserr.Is(err, awserr.LimitExceeded, awserr.InUse) || attempt >= 5 {
-			return nil, err
-		}
-		if err := kstream.Sleep(ctx, delay); err != nil {
-			return nil, err
-		}
-		delay *= 2
-	}
-}
-
+// list lists the shards; each page rides out a crowded control plane or
+// a stream briefly busy under the read-only call rule (awscall.Do).
 func (t *Tailer) list(ctx context.Context) ([]types.Shard, error) {
 	cctx, cancel := context.WithTimeout(ctx, t.opts.CallTimeout)
 	defer cancel()

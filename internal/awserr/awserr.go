@@ -204,3 +204,19 @@ func Is(err error, kinds ...Kind) bool {
 	}
 	return false
 }
+
+// MayHaveTakenEffect reports whether a failed call that changes something
+// (PutRecords, CreateStream, a reshard) may have taken effect all the
+// same: it got no answer (a dropped connection, a timeout) or a 5xx. A 4xx
+// answer is a refusal; a canceled call is the caller's own doing.
+func MayHaveTakenEffect(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) && re.HTTPStatusCode() > 0 {
+		return re.HTTPStatusCode() >= 500
+	}
+	var api smithy.APIError
+	return !errors.As(err, &api) || api.ErrorFault() == smithy.FaultServer
+}

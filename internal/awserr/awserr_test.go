@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 func TestClassify(t *testing.T) {
@@ -103,5 +104,30 @@ func TestClassifyAnswers(t *testing.T) {
 				t.Errorf("%v:\n got %+v\nwant %+v", err, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestMayHaveTakenEffect(t *testing.T) {
+	status := func(code int) error {
+		return &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: code}}, Err: errors.New("answer")}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no error", nil, false},
+		{"canceled", fmt.Errorf("put: %w", context.Canceled), false},
+		{"connection reset", &net.OpError{Op: "read", Err: errors.New("connection reset by peer")}, true},
+		{"timeout", context.DeadlineExceeded, true},
+		{"a 500", status(500), true},
+		{"a 503", status(503), true},
+		{"a 400", status(400), false},
+		{"a refusal without status", &smithy.GenericAPIError{Code: "InvalidArgumentException", Fault: smithy.FaultClient}, false},
+		{"a server fault without status", &smithy.GenericAPIError{Code: "InternalFailure", Fault: smithy.FaultServer}, true},
+	} {
+		if got := MayHaveTakenEffect(tc.err); got != tc.want {
+			t.Errorf("%s: MayHaveTakenEffect(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
 	}
 }

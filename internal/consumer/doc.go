@@ -9,7 +9,7 @@
 // LAG column both come from Lag.
 //
 // Imports: tail (positions and the checkpoint reader), internal/leases
-// (lease tables), internal/kstream, internal/pacing, internal/awserr, internal/awsdebug
+// (lease tables), internal/kstream, internal/awscall, internal/awserr, internal/awsdebug
 // (the shard of each call in --debug), lineage, the Kinesis SDK and the
 // standard library.
 package consumer

@@ -12,12 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
-	"github.com/kinesis-shards/kinesis-shards/internal/pacing"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
-
-	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // API is what measuring needs from the Kinesis client.
@@ -107,7 +105,7 @@ func (o *Options) defaults() {
 		o.DescribeError = func(err error) string { return err.Error() }
 	}
 	if o.Sleep == nil {
-		o.Sleep = kstream.Sleep
+		o.Sleep = awscall.Sleep
 	}
 	if o.Seed == 0 {
 		o.Seed = rand.Uint64()
@@ -165,14 +163,11 @@ func measureAll(ctx context.Context, api API, ref kstream.Ref, shards []ShardLag
 	wg.Wait()
 }
 
-// Throttles wait as every reader of shards does (pacing.AfterThrottle: at
-// least the second a throttled shard stays refused); other passing
-// failures less.
-const (
-	errorBackoffMin = 250 * time.Millisecond
-	errorBackoffMax = 2 * time.Second
-	maxFailures     = 3
-)
+// maxFailures is how many passing failures in a row (5xx, dropped
+// connections) a shard's measure survives; throttles are waited out within
+// the shard's budget. The waits are those of every reader of shards
+// (awscall.Pacer).
+const maxFailures = 3
 
 // errNoFigure: an answer without MillisBehindLatest.
 var errNoFigure = errors.New("the service's answer carries no MillisBehindLatest")
@@ -193,13 +188,27 @@ func measure(ctx context.Context, api API, ref kstream.Ref, sl *ShardLag, o *Opt
 		in.Timestamp = aws.Time(sl.from.ts)
 	}
 	var it *string
-	throttles, failures := 0, 0
+	// One pacer per operation: GetShardIterator and GetRecords each have
+	// their 5 calls a second per shard.
+	iters, reads := awscall.NewPacer(rng, 0), awscall.NewPacer(rng, 0)
+	failures := 0
 	for {
 		var err error
+		pacer := reads
+		if it == nil {
+			pacer = iters
+		}
+		if d := pacer.Until(time.Now()); d > 0 {
+			if serr := o.Sleep(ctx, d); serr != nil {
+				return 0, serr
+			}
+		}
+		attempt := time.Now()
+		pacer.Attempt(attempt)
 		if it == nil {
 			var out *kinesis.GetShardIteratorOutput
 			if out, err = call(ctx, o.CallTimeout, func(ctx context.Context) (*kinesis.GetShardIteratorOutput, error) {
-				return api.GetShardIterator(ctx, in, noSDKRetries)
+				return api.GetShardIterator(ctx, in, awscall.Once)
 			}); err == nil {
 				it = out.ShardIterator
 				continue
@@ -207,7 +216,7 @@ func measure(ctx context.Context, api API, ref kstream.Ref, sl *ShardLag, o *Opt
 		} else {
 			var out *kinesis.GetRecordsOutput
 			if out, err = call(ctx, o.CallTimeout, func(ctx context.Context) (*kinesis.GetRecordsOutput, error) {
-				return api.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(1), StreamARN: ref.ARNInput()}, noSDKRetries)
+				return api.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(1), StreamARN: ref.ARNInput()}, awscall.Once)
 			}); err == nil {
 				if out.MillisBehindLatest == nil {
 					return 0, errNoFigure
@@ -215,45 +224,28 @@ func measure(ctx context.Context, api API, ref kstream.Ref, sl *ShardLag, o *Opt
 				return *out.MillisBehindLatest, nil
 			}
 		}
-		var wait time.Duration
-		switch {
+		switch verdict := awscall.OnRead(err); {
 		case ctx.Err() != nil:
 			return 0, err
-		case isThrottle(err):
-			throttles++
-			wait = pacing.AfterThrottle(rng, throttles)
-		case awserr.Of(err) == awserr.ExpiredIterator:
+		case verdict == awscall.Throttle:
+			pacer.Throttled(attempt)
+		case verdict == awscall.Renew:
 			it = nil
-		case passing(err) && failures < maxFailures:
+		case verdict == awscall.Retry && failures < maxFailures:
 			failures++
-			wait = pacing.Backoff(rng, errorBackoffMin, errorBackoffMax, failures)
+			pacer.Failed(attempt)
 		default:
 			return 0, err
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		if dl, ok := ctx.Deadline(); ok && dl.Before(pacer.Next()) {
 			return 0, fmt.Errorf("gave up within the shard's %s: %w", o.ShardBudget, err)
-		}
-		if serr := o.Sleep(ctx, wait); serr != nil {
-			return 0, serr
 		}
 	}
 }
-
-func noSDKRetries(o *kinesis.Options) { o.RetryMaxAttempts = 1 }
 
 // call runs fn under its own deadline.
 func call[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return fn(ctx)
-}
-
-func isThrottle(err error) bool {
-	return awserr.Is(err, awserr.Throttled, awserr.LimitExceeded)
-}
-
-// passing: a failure that asking again may mend (a 5xx, a dropped
-// connection, a call past its deadline, an answer cut short).
-func passing(err error) bool {
-	return awserr.Is(err, awserr.Transient, awserr.Undecodable)
 }

@@ -10,12 +10,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
@@ -356,7 +358,7 @@ func TestLagThrottledPastBudget(t *testing.T) {
 	api := &stubAPI{turn: map[string]int{}, answers: map[string][]answer{id(1): {{err: throttle}}, id(2): {{behind: ms(0)}}}}
 	src := staticSource{{ShardID: id(1), State: StateReading, from: after("4")}, {ShardID: id(2), State: StateReading, from: after("5")}}
 	r, err := Lag(t.Context(), api, kstream.Ref{Name: "orders"}, nil, &kstream.Summary{Name: "orders"}, src,
-		Options{Measure: true, ShardBudget: 3 * time.Second, Seed: 1, Sleep: func(ctx context.Context, d time.Duration) error { return kstream.Sleep(ctx, time.Millisecond) }})
+		Options{Measure: true, ShardBudget: 3 * time.Second, Seed: 1, Sleep: func(ctx context.Context, d time.Duration) error { return awscall.Sleep(ctx, time.Millisecond) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,4 +466,64 @@ func TestInBatchPositions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// timedAPI is stubAPI recording when each call was made.
+type timedAPI struct {
+	stubAPI
+	times map[string][]time.Time // GetRecords calls per shard
+}
+
+func (s *timedAPI) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, o ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	s.mu.Lock()
+	s.times[aws.ToString(in.ShardIterator)] = append(s.times[aws.ToString(in.ShardIterator)], time.Now())
+	s.mu.Unlock()
+	return s.stubAPI.GetRecords(ctx, in, o...)
+}
+
+// lag's probes are paced as every reader of a shard is (awscall.Pacer): in
+// virtual time, a shard throttled again and again, and one failing now and
+// then, never see more than 5 calls in a second, and never a call within
+// a second after a throttle (two after two in a row, and so on).
+func TestLagProbesKeepTheShardQuotas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		throttle := &types.ProvisionedThroughputExceededException{Message: aws.String("Rate exceeded for shard")}
+		boom := &types.InternalFailureException{Message: aws.String("boom")}
+		api := &timedAPI{times: map[string][]time.Time{}, stubAPI: stubAPI{turn: map[string]int{}, answers: map[string][]answer{
+			id(1): {{err: throttle}, {err: throttle}, {err: throttle}, {err: throttle}, {behind: ms(7)}},
+			id(2): {{err: boom}, {err: boom}, {err: boom}, {behind: ms(9)}},
+		}}}
+		src := staticSource{{ShardID: id(1), State: StateReading, from: after("4")}, {ShardID: id(2), State: StateReading, from: after("5")}}
+		r, err := Lag(t.Context(), api, kstream.Ref{Name: "orders"}, nil, &kstream.Summary{Name: "orders"}, src, Options{Measure: true, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range r.Shards {
+			if s.MillisBehindLatest == nil {
+				t.Fatalf("shard %s not measured: %s", s.ShardID, s.Error)
+			}
+		}
+		for shard, ts := range api.times {
+			for i := range ts {
+				n := 0
+				for _, u := range ts[i:] {
+					if u.Sub(ts[i]) < time.Second {
+						n++
+					}
+				}
+				if n > 5 {
+					t.Errorf("shard %s: %d calls in the second from %v", shard, n, ts[i])
+				}
+				if i > 0 && ts[i].Sub(ts[i-1]) < awscall.MinCallInterval {
+					t.Errorf("shard %s: calls %d and %d %v apart", shard, i, i+1, ts[i].Sub(ts[i-1]))
+				}
+			}
+		}
+		thr := api.times[id(1)]
+		for i := 1; i < len(thr); i++ {
+			if quiet := min(awscall.ThrottleQuiet<<(i-1), 8*time.Second); thr[i].Sub(thr[i-1]) < quiet {
+				t.Errorf("throttle %d in a row followed after %v, want at least %v", i, thr[i].Sub(thr[i-1]), quiet)
+			}
+		}
+	})
 }

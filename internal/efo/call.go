@@ -12,8 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-
-	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 )
 
 // DefaultCallInterval spaces the SubscribeToShard calls of one consumer
@@ -51,7 +50,7 @@ func (p *Pacer) Wait(ctx context.Context, consumerARN, shardID string) error {
 	}
 	p.next[key] = at.Add(p.interval)
 	p.mu.Unlock()
-	return kstream.Sleep(ctx, time.Until(at))
+	return awscall.Sleep(ctx, time.Until(at))
 }
 
 // callOptions are the per-call options of every SubscribeToShard: one

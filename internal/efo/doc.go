@@ -21,5 +21,5 @@
 // scheduler): a Reader knows one shard.
 //
 // Imports: internal/awsdebug, internal/awserr, internal/kstream,
-// internal/pacing, the SDK and the standard library.
+// internal/awscall, the SDK and the standard library.
 package efo

@@ -15,9 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/awsdebug"
-	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
-	"github.com/kinesis-shards/kinesis-shards/internal/pacing"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
@@ -294,7 +293,7 @@ func (r *Reader) Run(ctx context.Context, deliver func(context.Context, Batch) e
 		if err != nil {
 			return nil, err
 		}
-		if err := kstream.Sleep(ctx, wait); err != nil {
+		if err := awscall.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 	}
@@ -353,7 +352,7 @@ func (r *Reader) after(res result) (time.Duration, error) {
 		if r.failures > r.o.MaxFailures {
 			return 0, fmt.Errorf("shard %s: %d subscriptions of consumer %s in a row ended before any event", r.o.ShardID, r.failures, r.name)
 		}
-		return r.backoff(r.o.RetryBackoff, maxBackoff, r.failures), nil
+		return awscall.Backoff(r.rng, r.o.RetryBackoff, maxBackoff, r.failures), nil
 	}
 	if kind != kindFatal {
 		r.failed(res.err)
@@ -368,7 +367,7 @@ func (r *Reader) after(res result) (time.Duration, error) {
 			return 0, &InUseError{Consumer: r.name, ConsumerARN: r.o.ConsumerARN, ShardID: r.o.ShardID, For: d, Err: res.err}
 		}
 		r.inUseTries++
-		d := r.backoff(r.o.InUseBackoff, maxBackoff, r.inUseTries)
+		d := awscall.Backoff(r.rng, r.o.InUseBackoff, maxBackoff, r.inUseTries)
 		r.logf("consumer %s is busy on this shard (%s), asking again in %s", r.name, awserr.Classify(res.err).Code, d.Round(time.Millisecond))
 		return d, nil
 	case kindThrottled, kindTransient:
@@ -377,12 +376,12 @@ func (r *Reader) after(res result) (time.Duration, error) {
 		if r.failures > r.o.MaxFailures {
 			return 0, fmt.Errorf("shard %s: SubscribeToShard of consumer %s failed %d times in a row: %w", r.o.ShardID, r.name, r.failures, res.err)
 		}
-		d := r.backoff(r.o.RetryBackoff, maxBackoff, r.failures)
+		d := awscall.Backoff(r.rng, r.o.RetryBackoff, maxBackoff, r.failures)
 		if kind == kindThrottled {
 			// Refused for the rest of the second: never sooner than one,
 			// longer under throttles in a row (not failures of any kind).
 			r.throttles++
-			d = max(d, pacing.AfterThrottle(r.rng, r.throttles))
+			d = max(d, awscall.AfterThrottle(r.rng, r.throttles))
 		}
 		what := "SubscribeToShard"
 		if res.opened {
@@ -398,16 +397,6 @@ func (r *Reader) failed(err error) {
 	if r.o.OnFailure != nil {
 		r.o.OnFailure(err)
 	}
-}
-
-// backoff is exponential with jitter in [d/2, d).
-func (r *Reader) backoff(lo, hi time.Duration, attempt int) time.Duration {
-	d := lo
-	for i := 1; i < attempt && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, hi)
-	return d/2 + time.Duration(r.rng.Int64N(int64(d/2)+1))
 }
 
 // subscribe makes one call and reads its stream to the end.

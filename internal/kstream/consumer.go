@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
@@ -144,7 +144,7 @@ func ListConsumers(ctx context.Context, api ConsumerAPI, ref Ref) ([]Consumer, e
 	var list []Consumer
 	in := &kinesis.ListStreamConsumersInput{StreamARN: aws.String(ref.ARN)}
 	for page := 0; page < 1000; page++ {
-		out, err := readretry.Do(ctx, readretry.ListStreamConsumers, func() (*kinesis.ListStreamConsumersOutput, error) {
+		out, err := awscall.Do(ctx, awscall.ListStreamConsumers, func() (*kinesis.ListStreamConsumersOutput, error) {
 			cctx, cancel := withCallTimeout(ctx)
 			defer cancel()
 			return api.ListStreamConsumers(cctx, in)
@@ -166,7 +166,7 @@ func ListConsumers(ctx context.Context, api ConsumerAPI, ref Ref) ([]Consumer, e
 // DescribeConsumer describes a consumer of the stream (ref.ARN must be
 // set) by name; a missing one is a *ConsumerNotFoundError.
 func DescribeConsumer(ctx context.Context, api ConsumerAPI, ref Ref, name string) (*Consumer, error) {
-	out, err := readretry.Do(ctx, readretry.DescribeStreamConsumer, func() (*kinesis.DescribeStreamConsumerOutput, error) {
+	out, err := awscall.Do(ctx, awscall.DescribeStreamConsumer, func() (*kinesis.DescribeStreamConsumerOutput, error) {
 		cctx, cancel := withCallTimeout(ctx)
 		defer cancel()
 		return api.DescribeStreamConsumer(cctx, &kinesis.DescribeStreamConsumerInput{StreamARN: aws.String(ref.ARN), ConsumerName: aws.String(name)})
@@ -206,7 +206,7 @@ func RegisterConsumer(ctx context.Context, api ConsumerAPI, ref Ref, name string
 		// The name is taken: that consumer is ours to use.
 		c, derr := DescribeConsumer(ctx, api, ref, name)
 		return c, false, derr
-	case readretry.IsLimitExceeded(err):
+	case awserr.Of(err) == awserr.LimitExceeded:
 		if list, lerr := ListConsumers(ctx, api, ref); lerr == nil && len(list) >= MaxConsumers {
 			return nil, false, &ConsumerLimitError{Stream: ref.String(), Consumers: list, Code: awserr.Classify(err).Code}
 		}
@@ -281,7 +281,7 @@ func pollConsumer(ctx context.Context, api ConsumerAPI, ref Ref, name string, o 
 		if left <= 0 {
 			return nil, &ConsumerTimeoutError{Stream: ref.String(), Name: name, Status: status, Timeout: o.Timeout}
 		}
-		if err := Sleep(ctx, min(delay, left)); err != nil {
+		if err := awscall.Sleep(ctx, min(delay, left)); err != nil {
 			return nil, err
 		}
 		delay = min(delay*2, o.MaxDelay)

@@ -15,10 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fanout"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
-	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
 )
 
 func TestMain(m *testing.M) { os.Exit(emulator.Main(m, emulator.Options{})) }
@@ -192,9 +192,9 @@ func TestRegisterRateLimited(t *testing.T) {
 // Listing and describing are read-only: a moment's LimitExceeded is waited
 // out.
 func TestReadsRideOutLimits(t *testing.T) {
-	pause := readretry.Pause
-	readretry.Pause = time.Millisecond
-	t.Cleanup(func() { readretry.Pause = pause })
+	rule := awscall.Rules[awscall.ControlRead]
+	awscall.Rules[awscall.ControlRead].First = time.Millisecond
+	t.Cleanup(func() { awscall.Rules[awscall.ControlRead] = rule })
 	s, c, ref := newStub(t, fanout.StubOptions{CreatingPolls: -1})
 	if _, _, err := kstream.RegisterConsumer(t.Context(), c, ref, "x"); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
@@ -59,12 +59,15 @@ func (s *Summary) ModeName() string {
 }
 
 // Describe calls DescribeStreamSummary, a read-only call under the
-// read-retry policy.
+// ControlRead rule (awscall.Do).
 func Describe(ctx context.Context, api DescribeAPI, ref Ref) (*Summary, error) {
+	return awscall.Do(ctx, awscall.DescribeStreamSummary, func() (*Summary, error) { return describeOnce(ctx, api, ref) })
+}
+
+// describeOnce makes one DescribeStreamSummary call.
+func describeOnce(ctx context.Context, api DescribeAPI, ref Ref) (*Summary, error) {
 	in := &kinesis.DescribeStreamSummaryInput{StreamName: ref.NameInput(), StreamARN: ref.ARNInput()}
-	out, err := readretry.Do(ctx, readretry.DescribeStreamSummary, func() (*kinesis.DescribeStreamSummaryOutput, error) {
-		return api.DescribeStreamSummary(ctx, in)
-	})
+	out, err := api.DescribeStreamSummary(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -140,17 +143,14 @@ func (o *WaitOptions) defaults() {
 		o.MaxDelay = o.MinDelay
 	}
 	if o.Sleep == nil {
-		o.Sleep = Sleep
+		o.Sleep = awscall.Sleep
 	}
 }
 
-// Sleep waits for d or until ctx ends, whichever comes first, and returns
-// ctx's error in the second case (at once when d <= 0 and ctx has ended).
-func Sleep(ctx context.Context, d time.Duration) error { return readretry.Sleep(ctx, d) }
-
 // WaitActive polls until the stream is ACTIVE and returns its summary. A
 // stream that is DELETING is an error at once (ErrDeleting), so is one that
-// does not exist. Throttled polls (LimitExceeded) only slow the polling down.
+// does not exist. Throttled polls (LimitExceeded) only slow the polling
+// down: the poll is the retry, so each is one call (no retry inside it).
 func WaitActive(ctx context.Context, api DescribeAPI, ref Ref, o WaitOptions) (*Summary, error) {
 	o.defaults()
 	start := time.Now()
@@ -158,7 +158,7 @@ func WaitActive(ctx context.Context, api DescribeAPI, ref Ref, o WaitOptions) (*
 	delay := o.MinDelay
 	var last types.StreamStatus
 	for {
-		s, err := Describe(ctx, api, ref)
+		s, err := describeOnce(ctx, api, ref)
 		switch {
 		case err == nil:
 			last = s.Status

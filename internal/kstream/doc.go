@@ -7,9 +7,9 @@
 // register (or reuse one of the same name), describe, wait for ACTIVE with
 // progress, list, deregister, the default name for a user and host, and
 // the 20-consumer limit in one sentence naming the consumers there are.
-// Its read-only calls go through the read-retry policy of
-// internal/readretry, as do the ListShards pages of lineage.
+// Its read-only calls go through the ControlRead rule of internal/awscall
+// (awscall.Do), as do the ListShards pages of lineage.
 //
 // Imports: the SDK, the standard library, internal/awserr and
-// internal/readretry.
+// internal/awscall.
 package kstream

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 )
 
 // maxStreamPages bounds a listing whose backend never stops saying "more".
@@ -39,7 +39,7 @@ func ListStreams(ctx context.Context, api kinesis.ListStreamsAPIClient, pageSize
 		seen := map[string]bool{}
 		last := "" // the last name listed
 		for page := 1; page <= maxStreamPages; page++ {
-			out, err := readretry.Do(ctx, readretry.ListStreams, func() (*kinesis.ListStreamsOutput, error) {
+			out, err := awscall.Do(ctx, awscall.ListStreams, func() (*kinesis.ListStreamsOutput, error) {
 				return api.ListStreams(ctx, in)
 			})
 			if err == nil && out == nil {

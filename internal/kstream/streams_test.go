@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
-	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
 )
 
 var fiveStreams = []string{"audit", "clicks", "orders", "orders-dlq", "payments"}
@@ -136,8 +136,8 @@ func TestListStreamsEmptyResponse(t *testing.T) {
 // A rate limit on a page is waited out under the read-retry policy; the
 // listing goes on where it was.
 func TestListStreamsRidesOutRateLimits(t *testing.T) {
-	defer func(d time.Duration) { readretry.Pause = d }(readretry.Pause)
-	readretry.Pause = time.Millisecond
+	defer func(r awscall.Rule) { awscall.Rules[awscall.ControlRead] = r }(awscall.Rules[awscall.ControlRead])
+	awscall.Rules[awscall.ControlRead].First = time.Millisecond
 	limited := 0
 	api := &fake.StreamPages{Names: fiveStreams, PageSize: 2, Before: func(_ context.Context, n int) (*kinesis.ListStreamsOutput, error) {
 		if n == 2 || n == 3 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
@@ -48,21 +47,7 @@ type (
 		res *reshard.Result
 		err error
 	}
-	// lostCheckMsg is the listing taken, once the stream was ACTIVE again,
-	// after a step failed before it was sent; graph is nil when it could
-	// not be taken.
-	lostCheckMsg struct {
-		seq   int
-		res   *reshard.Result
-		err   error
-		se    *reshard.StepError
-		graph *lineage.Graph
-	}
 )
-
-// lostCheckWait bounds the wait for ACTIVE before a lost answer is looked
-// for in the listing, as the commands bound it.
-const lostCheckWait = time.Minute
 
 // updateAction takes what the flow's calls report, and the dialog's
 // spinner frames.
@@ -75,12 +60,16 @@ func (m *Model) updateAction(msg tea.Msg) tea.Cmd {
 		if msg.seq != a.seq || !a.running() {
 			return nil
 		}
-		a.dialog.Update(msg.ev)
+		if e := msg.ev; e.Kind == reshard.EventCheck {
+			// The executor looks whether the call took effect all the same.
+			a.dialog.note(fmt.Sprintf("step %d of %d: no answer came (%s)", e.Step, e.Total, m.opts.DescribeError(e.Err)),
+				fmt.Sprintf("waiting for stream %s to be ACTIVE to see whether step %d took effect", m.stream.ref.Name, e.Step))
+		} else {
+			a.dialog.Update(e)
+		}
 		return listen(a.ch)
 	case execDoneMsg:
 		return m.executed(msg)
-	case lostCheckMsg:
-		return m.lostChecked(msg)
 	case spinner.TickMsg:
 		if a.dialog == nil {
 			return nil
@@ -318,61 +307,18 @@ func (m *Model) execCmd(p *reshard.Plan) tea.Cmd {
 	return tea.Batch(run, listen(ch))
 }
 
-// executed ends a run, or, when a step failed before it was sent, first
-// looks whether it took effect all the same.
+// executed ends a run: done (with a warning when the last step's answer
+// was lost but the listing shows it done, Result.Lost), or failed.
 func (m *Model) executed(msg execDoneMsg) tea.Cmd {
-	d := m.action.dialog
-	if msg.seq != m.action.seq || d == nil {
+	if msg.seq != m.action.seq || m.action.dialog == nil {
 		return nil
 	}
 	m.action.cancel = nil
-	var se *reshard.StepError
-	if errors.As(msg.err, &se) && !se.Sent && m.ctx.Err() == nil {
-		d.note(fmt.Sprintf("step %d of %d: no answer came (%s)", se.Step, se.Total, m.opts.DescribeError(se.Err)),
-			fmt.Sprintf("waiting for stream %s to be ACTIVE to see whether step %d took effect", m.stream.ref.Name, se.Step))
-		return m.lostCheckCmd(msg, se)
+	var lost *reshard.StepError
+	if msg.err == nil && msg.res != nil {
+		lost = msg.res.Lost
 	}
-	return m.finish(msg.res, msg.err, nil)
-}
-
-// lostCheckCmd waits for the stream to be ACTIVE and lists it, for
-// reshard.TookEffect: the call may have reached the service and only its
-// answer been lost (a dropped connection, a timeout).
-func (m *Model) lostCheckCmd(done execDoneMsg, se *reshard.StepError) tea.Cmd {
-	ctx, cancel := context.WithCancel(m.ctx)
-	m.action.cancel = cancel
-	b, ref := m.opts.Backend, m.stream.ref
-	w := m.opts.Wait
-	if w.Timeout <= 0 || w.Timeout > lostCheckWait {
-		w.Timeout = lostCheckWait
-	}
-	return func() tea.Msg {
-		defer cancel()
-		ctx, stop := context.WithTimeout(ctx, w.Timeout)
-		defer stop()
-		msg := lostCheckMsg{seq: done.seq, res: done.res, err: done.err, se: se}
-		if _, err := b.WaitActive(ctx, ref, w); err != nil {
-			return msg
-		}
-		if g, err := b.ListShards(ctx, ref); err == nil {
-			msg.graph = g
-		}
-		return msg
-	}
-}
-
-// lostChecked ends the run: done, when the listing shows the step took
-// effect; else failed, as the executor said.
-func (m *Model) lostChecked(msg lostCheckMsg) tea.Cmd {
-	d := m.action.dialog
-	if msg.seq != m.action.seq || d == nil {
-		return nil
-	}
-	m.action.cancel = nil
-	if msg.res != nil && reshard.TookEffect(d.plan, msg.res, msg.se, msg.graph) && len(msg.res.Done) == len(d.plan.Steps) {
-		return m.finish(msg.res, nil, msg.se)
-	}
-	return m.finish(msg.res, msg.err, nil)
+	return m.finish(msg.res, msg.err, lost)
 }
 
 // finish closes the dialog and says how the run ended: the new tree on

@@ -24,8 +24,6 @@ type Backend interface {
 	Describe(ctx context.Context, ref kstream.Ref) (*kstream.Summary, error)
 	// ListShards lists every shard of the stream the service still lists.
 	ListShards(ctx context.Context, ref kstream.Ref) (*lineage.Graph, error)
-	// WaitActive waits until the stream is ACTIVE (o bounds the wait).
-	WaitActive(ctx context.Context, ref kstream.Ref, o kstream.WaitOptions) (*kstream.Summary, error)
 	// Quota reads the account's shard quota for the planner; an error
 	// wraps reshard.ErrQuotaUnknown, as reshard.LoadQuota's do.
 	Quota(ctx context.Context) (*reshard.Quota, error)
@@ -33,8 +31,9 @@ type Backend interface {
 	// for a balanced split.
 	Sample(ctx context.Context, ref kstream.Ref, shards []*lineage.Shard, o reshard.SampleOptions) (*reshard.Sample, error)
 	// Reshard runs a split or merge plan as reshard.Executor does: the
-	// call, the wait for ACTIVE, the listing that checks the new layout.
-	// Errors are the executor's (a *reshard.StepError once a step began).
+	// call, the wait for ACTIVE, the listing that checks the new layout,
+	// and the look for a lost answer (Result.Lost). Errors are the
+	// executor's (a *reshard.StepError once a step began).
 	Reshard(ctx context.Context, ref kstream.Ref, p *reshard.Plan, o ReshardOptions) (*reshard.Result, error)
 	// Read is the sampling reader: it reads from the tip of every open
 	// shard until ctx ends, reporting every poll and every batch.

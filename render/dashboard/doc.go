@@ -25,9 +25,9 @@
 // from Backend.Read (cmd's is a tail from the tip of every open shard, with
 // tail's pacing: at most one GetRecords per shard per poll interval while
 // caught up, never more than five a second), and a reshard's progress
-// events arrive as messages. A step that failed before it was sent is
-// looked for in a listing once the stream is ACTIVE (reshard.TookEffect,
-// as split and merge do): the answer may be all that was lost.
+// events arrive as messages. A step whose call failed is looked for in a
+// listing by the executor itself (reshard.EventCheck, Result.Lost), as for
+// split and merge: the answer may be all that was lost.
 //
 // Styles come from render.Theme only, so a theme without colour (NO_COLOR,
 // --no-color) gives plain text; the selected row also carries a text mark

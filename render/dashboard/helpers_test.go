@@ -67,10 +67,6 @@ func (f *fakeBackend) ListShards(ctx context.Context, ref kstream.Ref) (*lineage
 	return lineage.Load(ctx, f.Fake, lineage.ListOptions{StreamName: ref.Name, StreamARN: ref.ARN})
 }
 
-func (f *fakeBackend) WaitActive(ctx context.Context, ref kstream.Ref, o kstream.WaitOptions) (*kstream.Summary, error) {
-	return kstream.WaitActive(ctx, f.Fake, ref, o)
-}
-
 func (f *fakeBackend) Quota(ctx context.Context) (*reshard.Quota, error) {
 	return reshard.LoadQuota(ctx, f.Fake)
 }

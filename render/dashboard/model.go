@@ -142,7 +142,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.updateStream(msg)
 	case figureTickMsg, recordsMsg, pollMsg, readerDoneMsg:
 		return m, m.updateReader(msg)
-	case sampleMsg, execEventMsg, execDoneMsg, lostCheckMsg, spinner.TickMsg:
+	case sampleMsg, execEventMsg, execDoneMsg, spinner.TickMsg:
 		return m, m.updateAction(msg)
 	}
 	return m, nil

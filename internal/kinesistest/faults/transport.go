@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/readretry"
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 )
 
 // ErrDropped is the error of a call whose connection a fault closed (Drop,
@@ -91,12 +91,12 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
-		if err := readretry.Sleep(ctx, r.Duration); err != nil {
+		if err := awscall.Sleep(ctx, r.Duration); err != nil {
 			return nil, err
 		}
 		return nil, dropped(op, r)
 	case Delay:
-		if err := readretry.Sleep(ctx, r.Duration); err != nil {
+		if err := awscall.Sleep(ctx, r.Duration); err != nil {
 			return nil, err
 		}
 		return c.forward()

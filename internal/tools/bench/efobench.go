@@ -12,10 +12,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fanout"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
-	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 )
 
 // Enhanced fan-out next to polling: the CPU a tail --efo spends per MiB it
@@ -97,7 +97,7 @@ func measureEFOCost(ctx context.Context, c *config, size, shards, records int, f
 		if time.Now().After(deadline) {
 			return efoCost{}, fmt.Errorf("tail printed %d of %d records in 3 minutes\n%s", s1.lines, total, tailOf(ch.stderrText(), 1500))
 		}
-		if err := kstream.Sleep(ctx, sampleEvery); err != nil {
+		if err := awscall.Sleep(ctx, sampleEvery); err != nil {
 			return efoCost{}, err
 		}
 	}

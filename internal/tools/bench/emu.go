@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
-	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
@@ -57,7 +57,7 @@ func waitActive(ctx context.Context, k *kinesis.Client, name string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("stream %s not ACTIVE after 60s", name)
 		}
-		if err := kstream.Sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := awscall.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}

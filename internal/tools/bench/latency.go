@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/emulator"
-	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 )
 
 // Latency on kinesis-mock: the real binary's `tail STREAM --debug` at the
@@ -267,7 +267,7 @@ func measureHandoff(ctx context.Context, c *config, e *emulator.Emulator, k *kin
 		if err := waitActive(ctx, k, stream); err != nil {
 			return err
 		}
-		if err := kstream.Sleep(ctx, settle); err != nil {
+		if err := awscall.Sleep(ctx, settle); err != nil {
 			return err
 		}
 		first, ok := w.firstFrom(children...)
@@ -311,7 +311,7 @@ func measureHandoff(ctx context.Context, c *config, e *emulator.Emulator, k *kin
 	if err := prod.halt(); err != nil {
 		return nil, err
 	}
-	if err := kstream.Sleep(ctx, 1500*time.Millisecond+time.Duration(rand.IntN(1000))*time.Millisecond); err != nil {
+	if err := awscall.Sleep(ctx, 1500*time.Millisecond+time.Duration(rand.IntN(1000))*time.Millisecond); err != nil {
 		return nil, err
 	}
 	last, _ := w.lastFrom("shardId-000000000003")
@@ -390,7 +390,7 @@ func measurePutToPrint(ctx context.Context, c *config, e *emulator.Emulator, k *
 		if time.Now().After(deadline) {
 			return nil, nil, fmt.Errorf("tail printed %d of %d records", n, len(sends))
 		}
-		if err := kstream.Sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := awscall.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return nil, nil, err
 		}
 	}

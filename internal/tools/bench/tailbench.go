@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
-	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 )
 
 // End-to-end: the real binary, `tail bench --no-checkpoint`, against the
@@ -112,7 +112,7 @@ func measureTail(ctx context.Context, c *config, size int, format string, binary
 	if err := waitLines(ctx, ch, 1, 60*time.Second); err != nil {
 		return tputRun{}, err
 	}
-	if err := kstream.Sleep(ctx, warm); err != nil {
+	if err := awscall.Sleep(ctx, warm); err != nil {
 		return tputRun{}, err
 	}
 	k := int(math.Round(float64(window) / float64(cycle)))
@@ -147,7 +147,7 @@ func measureTail(ctx context.Context, c *config, size int, format string, binary
 			}
 			return tputFrom(shards, size, samples[a], samples[b], n), nil
 		}
-		if err := kstream.Sleep(ctx, sampleEvery); err != nil {
+		if err := awscall.Sleep(ctx, sampleEvery); err != nil {
 			return tputRun{}, err
 		}
 	}
@@ -198,7 +198,7 @@ func waitLines(ctx context.Context, ch *child, n int64, timeout time.Duration) e
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no output from tail in %s\n%s", timeout, tailOf(ch.stderrText(), 1500))
 		}
-		if err := kstream.Sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := awscall.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -387,11 +387,11 @@ func measureMemory(ctx context.Context, c *config, shards int, settle time.Durat
 		if ch.exited() || time.Since(t0) > 2*time.Minute {
 			return r, fmt.Errorf("tail did not poll every shard (%d of %d polled)\n%s", st["caughtup"], shards, tailOf(ch.stderrText(), 1500))
 		}
-		if err := kstream.Sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := awscall.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return r, err
 		}
 	}
-	if err := kstream.Sleep(ctx, settle); err != nil {
+	if err := awscall.Sleep(ctx, settle); err != nil {
 		return r, err
 	}
 	s0, err := readProc(ch.pid())
@@ -403,7 +403,7 @@ func measureMemory(ctx context.Context, c *config, shards int, settle time.Durat
 		return r, err
 	}
 	window := 5 * time.Second
-	if err := kstream.Sleep(ctx, window); err != nil {
+	if err := awscall.Sleep(ctx, window); err != nil {
 		return r, err
 	}
 	s1, err := readProc(ch.pid())

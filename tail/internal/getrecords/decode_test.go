@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/wirestub"
 )
 
@@ -20,9 +21,6 @@ import (
 // accepts, and hand everything else to the SDK. These tests and the fuzz
 // target compare the two on the same bytes. (The decoder's benchmark is
 // tail's BenchmarkDecodeGetRecords, beside the rest of the hot path.)
-
-// noSDKRetries makes the SDK try a call once, as the tail's reader does.
-func noSDKRetries(o *kinesis.Options) { o.RetryMaxAttempts = 1 }
 
 func getRecordsVia(body []byte, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
 	out, err := wirestub.BodyClient(200, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, opts...)
@@ -120,12 +118,12 @@ func TestDecodeGetRecordsMatchesSDK(t *testing.T) {
 // Error responses decode as before: typed, through the SDK.
 func TestDecodeGetRecordsErrors(t *testing.T) {
 	body := []byte(`{"__type":"ProvisionedThroughputExceededException","message":"Rate exceeded for shard"}`)
-	_, err := wirestub.BodyClient(400, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, Option)
+	_, err := wirestub.BodyClient(400, body).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, awscall.Once, Option)
 	var pte *types.ProvisionedThroughputExceededException
 	if !errors.As(err, &pte) {
 		t.Fatalf("got %v", err)
 	}
-	_, err = wirestub.BodyClient(200, []byte(`{"Records":[`)).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, noSDKRetries, Option)
+	_, err = wirestub.BodyClient(200, []byte(`{"Records":[`)).GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: aws.String("it")}, awscall.Once, Option)
 	if err == nil || !strings.Contains(err.Error(), "deserialization failed") {
 		t.Fatalf("truncated body: %v", err)
 	}

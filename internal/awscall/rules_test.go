@@ -1,4 +1,4 @@
-package readretry
+package awscall
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 func TestDo(t *testing.T) {
 	limit := &types.LimitExceededException{Message: aws.String("Rate exceeded for stream orders")}
 	denied := &types.AccessDeniedException{Message: aws.String("not authorized")}
+	inUse := &types.ResourceInUseException{Message: aws.String("Stream orders is UPDATING")}
 	tests := []struct {
 		name       string
 		op         Op
@@ -28,6 +29,7 @@ func TestDo(t *testing.T) {
 			[]time.Duration{time.Second, 2 * time.Second, 4 * time.Second}},
 		{"another error is returned at once", ListShards, []error{denied, nil}, 1, denied, nil},
 		{"a limit after a limit, then another error", ListShards, []error{limit, denied, nil}, 2, denied, []time.Duration{time.Second}},
+		{"a stream briefly busy is waited out too", ListShards, []error{inUse, nil}, 2, nil, []time.Duration{time.Second}},
 		{"not a read-only operation: never retried", Op("SplitShard"), []error{limit, nil}, 1, limit, nil},
 	}
 	for _, tt := range tests {

@@ -1,4 +1,4 @@
-package pacing
+package awscall
 
 import (
 	"math/rand/v2"

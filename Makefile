@@ -74,9 +74,12 @@ BENCH_FLAGS ?=
 bench: emulator
 	$(GO) run ./internal/tools/bench $(BENCH_FLAGS)
 
-# Starts kinesis-mock, runs the tool against it, stops it.
-demo: emulator build
-	$(GO) run ./internal/tools/demo -bin $(BIN)
+# Starts a local Kinesis (kinesis-shards local; EMULATOR=kinesis-mock for
+# the node emulator, which adds enhanced fan-out), runs the tool against
+# it, stops it.
+EMULATOR ?= local
+demo: build $(if $(filter kinesis-mock,$(EMULATOR)),emulator)
+	$(GO) run ./internal/tools/demo -bin $(BIN) -emulator $(EMULATOR)
 
 # Man pages (docs/man) and the Markdown command reference (docs/reference),
 # generated from the command tree; TestDocsUpToDate fails when they are stale.

@@ -51,6 +51,7 @@ func flagRoot(f *Factory, got *any) *cobra.Command {
 		newLagCmd(f, record[*LagOptions](got)),
 		newDashboardCmd(f, record[*DashboardOptions](got)),
 		newConsumersCmd(f, record[*ConsumersOptions](got)),
+		newLocalCmd(f, record[*LocalOptions](got)),
 	)
 	return root
 }
@@ -263,6 +264,10 @@ func TestFlagUsageErrors(t *testing.T) {
 		{args: []string{"scale", "orders", "--to", "4"}, msg: "stdin is not a terminal: pass --yes"},
 
 		// hot.
+		{args: []string{"local", "--port", "-1"}, msg: "--port must be from 0 to 65535, not -1"},
+		{args: []string{"local", "--shard-limit", "-3"}, msg: "--shard-limit must be at least 1"},
+		{args: []string{"local", "--host", ""}, msg: "--host needs an address (127.0.0.1 for this machine only)"},
+		{args: []string{"local", "--state-delay", "-2s"}, msg: "--state-delay must not be negative"},
 		{args: []string{"hot"}, msg: "kinesis-shards hot takes STREAM (got 0 argument(s))"},
 		{args: []string{"hot", "orders", "-o", "yaml"}, msg: `unknown output format "yaml": use one of table, json`},
 		{args: []string{"hot", "orders", "--window", "0"}, msg: "--window must be positive"},
@@ -331,6 +336,16 @@ func TestFlagOptions(t *testing.T) {
 	keyHash := lineage.PartitionKeyHash("customer-42")
 	key, _ := lineage.ParseHashKey("255211775190703847597530955573826158592")
 	cases := []flagOK{
+		{[]string{"local"}, false, func(t *testing.T, o any) {
+			if l := as[*LocalOptions](t, o); l.Host != "127.0.0.1" || l.Port != 4567 || l.ShardLimit != 500 || l.StateDelay != 0 {
+				t.Errorf("%+v", l)
+			}
+		}},
+		{[]string{"local", "--host", "0.0.0.0", "--port", "0", "--shard-limit", "20", "--state-delay", "2s"}, false, func(t *testing.T, o any) {
+			if l := as[*LocalOptions](t, o); l.Host != "0.0.0.0" || l.Port != 0 || l.ShardLimit != 20 || l.StateDelay != 2*time.Second {
+				t.Errorf("%+v", l)
+			}
+		}},
 		{[]string{"streams"}, false, func(t *testing.T, o any) {
 			s := as[*StreamsOptions](t, o)
 			if s.Output != "table" || s.Stream != "" || s.Workers != 8 || s.DescribeEvery != 100*time.Millisecond {

@@ -219,6 +219,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newLagCmd(f, nil),
 		newDashboardCmd(f, nil),
 		newConsumersCmd(f, nil),
+		newLocalCmd(f, nil),
 	)
 	registerCompletions(root, f)
 	return root

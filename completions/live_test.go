@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/spf13/cobra"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
+	"github.com/kinesis-shards/kinesis-shards/internal/fake"
 )
 
 // fakeAPI serves ListShards from fake and ListStreams from a sorted
@@ -23,6 +23,11 @@ import (
 type fakeAPI struct {
 	*fake.Fake
 	*fake.StreamPages
+}
+
+// ListStreams is the scripted pages', not the fake's own listing.
+func (a *fakeAPI) ListStreams(ctx context.Context, in *kinesis.ListStreamsInput, o ...func(*kinesis.Options)) (*kinesis.ListStreamsOutput, error) {
+	return a.StreamPages.ListStreams(ctx, in, o...)
 }
 
 // pagesAPI lists names in pages of two; before runs ahead of every

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
+	"github.com/kinesis-shards/kinesis-shards/internal/fake"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fanout"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )

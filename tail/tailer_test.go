@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
+	"github.com/kinesis-shards/kinesis-shards/internal/fake"
 	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fanout"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
-	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
+	"github.com/kinesis-shards/kinesis-shards/internal/fake"
 )
 
 var fiveStreams = []string{"audit", "clicks", "orders", "orders-dlq", "payments"}

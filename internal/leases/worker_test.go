@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
+	"github.com/kinesis-shards/kinesis-shards/internal/fake"
 	"github.com/kinesis-shards/kinesis-shards/internal/leases/leasestest"
 	"github.com/kinesis-shards/kinesis-shards/tail"
 )

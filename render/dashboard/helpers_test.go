@@ -16,7 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/consumer"
-	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
+	"github.com/kinesis-shards/kinesis-shards/internal/fake"
 	"github.com/kinesis-shards/kinesis-shards/internal/kstream"
 	"github.com/kinesis-shards/kinesis-shards/lineage"
 	"github.com/kinesis-shards/kinesis-shards/render"
@@ -30,7 +30,7 @@ var clock = time.Date(2026, 11, 30, 10, 0, 5, 0, time.UTC)
 func fixedNow() time.Time { return clock }
 
 // fakeBackend is a Backend over the in-memory Kinesis: the calls the
-// commands make, on internal/kinesistest/fake, with a stream list and a
+// commands make, on internal/fake, with a stream list and a
 // lease overlay of the test's own.
 type fakeBackend struct {
 	*fake.Fake

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kinesis-shards/kinesis-shards/internal/kinesistest/fake"
+	"github.com/kinesis-shards/kinesis-shards/internal/fake"
 )
 
 // FakeOptions tune a FakeServer. The zero value streams the way AWS does,

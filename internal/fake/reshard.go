@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go"
 )
 
 // The reshard calls behind the SDK's signatures, validating as AWS does
@@ -18,8 +19,9 @@ import (
 // must be a canonical decimal with Start+2 <= key <= End-1, a merge needs
 // the lower shard as ShardToMerge and adjacent ranges, and UpdateShardCount
 // stays within half to double the open shards (all InvalidArgumentException).
-// The changes are instant; tests that want UPDATING set it with SetStatus
-// (from a Hook, for instance).
+// The changes are instant unless StateDelay keeps the stream UPDATING for
+// a while; tests that want UPDATING otherwise set it with SetStatus (from a
+// Hook, for instance).
 
 var canonicalKey = regexp.MustCompile(`^(0|[1-9][0-9]{0,38})$`)
 
@@ -39,6 +41,9 @@ func (f *Fake) reshardable(name, arn *string) (*Stream, error) {
 	s, err := f.stream(name, arn)
 	if err != nil {
 		return nil, err
+	}
+	if s.Mode == types.StreamModeOnDemand {
+		return nil, &smithy.GenericAPIError{Code: "ValidationException", Message: fmt.Sprintf("Stream %s under account 123456789012 is in ON_DEMAND mode: its shards cannot be split, merged or counted by hand.", s.Name), Fault: smithy.FaultClient}
 	}
 	if s.Status != types.StreamStatusActive {
 		return nil, &types.ResourceInUseException{Message: aws.String(fmt.Sprintf("Stream %s under account 123456789012 not ACTIVE, instead in state %s", s.Name, s.Status))}
@@ -85,6 +90,7 @@ func (f *Fake) SplitShard(ctx context.Context, in *kinesis.SplitShardInput, _ ..
 	p.Closed, p.endSeq = true, s.seq()
 	s.addShard(p.ID, "", p.Start, new(big.Int).Sub(k, big.NewInt(1)))
 	s.addShard(p.ID, "", k, p.End)
+	f.transition(s, types.StreamStatusUpdating)
 	return &kinesis.SplitShardOutput{}, nil
 }
 
@@ -113,6 +119,7 @@ func (f *Fake) MergeShards(ctx context.Context, in *kinesis.MergeShardsInput, _ 
 	a.Closed, a.endSeq = true, s.seq()
 	b.Closed, b.endSeq = true, s.seq()
 	s.addShard(a.ID, b.ID, a.Start, b.End)
+	f.transition(s, types.StreamStatusUpdating)
 	return &kinesis.MergeShardsOutput{}, nil
 }
 
@@ -169,6 +176,7 @@ func (f *Fake) UpdateShardCount(ctx context.Context, in *kinesis.UpdateShardCoun
 		}
 		s.addShard(p.ID, adj, start, end)
 	}
+	f.transition(s, types.StreamStatusUpdating)
 	return &kinesis.UpdateShardCountOutput{CurrentShardCount: aws.Int32(int32(len(open))), TargetShardCount: aws.Int32(int32(n)),
 		StreamName: aws.String(s.Name), StreamARN: aws.String(s.ARN)}, nil
 }

@@ -39,8 +39,12 @@ type Fake struct {
 	Now func() time.Time
 	// ShardLimit is the account's shard quota DescribeLimits reports (its
 	// OpenShardCount counts the open shards of every stream); 0 = 500.
-	// SplitShard does not enforce it.
+	// CreateStream enforces it; SplitShard does not.
 	ShardLimit int
+	// StateDelay is how long a stream stays CREATING after CreateStream,
+	// UPDATING after a reshard and DELETING after DeleteStream (0: every
+	// change is instant).
+	StateDelay time.Duration
 
 	calls    map[string]int
 	getCalls map[string][]time.Time // GetRecords attempts per shard
@@ -52,9 +56,13 @@ type Stream struct {
 	ARN     string
 	Created time.Time
 	Status  types.StreamStatus
+	Mode    types.StreamMode // "" is PROVISIONED
 	shards  []*Shard
 	nextID  int
 	nextSeq *big.Int
+	// settleAt: when a CREATING, UPDATING or DELETING status ends
+	// (StateDelay; zero: none pending).
+	settleAt time.Time
 }
 
 // Shard is one fake shard.
@@ -127,8 +135,13 @@ func (f *Fake) GetRecordsTimes() map[string][]time.Time {
 func (f *Fake) AddStream(name string, n int) *Stream {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.addStream(name, n, time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+}
+
+// addStream creates the stream; called under the lock.
+func (f *Fake) addStream(name string, n int, created time.Time) *Stream {
 	s := &Stream{Name: name, ARN: "arn:aws:kinesis:us-east-1:123456789012:stream/" + name,
-		Created: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), Status: types.StreamStatusActive,
+		Created: created, Status: types.StreamStatusActive,
 		nextSeq: new(big.Int).Exp(big.NewInt(10), big.NewInt(25), nil)}
 	step := new(big.Int).Div(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(int64(n)))
 	for i := range n {
@@ -171,7 +184,7 @@ func (f *Fake) stream(name, arn *string) (*Stream, error) {
 		n = (*arn)[strings.LastIndex(*arn, "/")+1:]
 	}
 	s := f.streams[n]
-	if s == nil {
+	if s == nil || !f.settle(s) {
 		return nil, &types.ResourceNotFoundException{Message: aws.String("Stream " + n + " under account 123456789012 not found.")}
 	}
 	return s, nil
@@ -322,7 +335,7 @@ func (f *Fake) DescribeStreamSummary(ctx context.Context, in *kinesis.DescribeSt
 	return &kinesis.DescribeStreamSummaryOutput{StreamDescriptionSummary: &types.StreamDescriptionSummary{
 		StreamName: aws.String(s.Name), StreamARN: aws.String(s.ARN), StreamStatus: s.Status,
 		StreamCreationTimestamp: aws.Time(s.Created), OpenShardCount: aws.Int32(int32(s.openCount())), RetentionPeriodHours: aws.Int32(24),
-		StreamModeDetails: &types.StreamModeDetails{StreamMode: types.StreamModeProvisioned},
+		StreamModeDetails: &types.StreamModeDetails{StreamMode: s.mode()},
 	}}, nil
 }
 
@@ -334,15 +347,7 @@ func (f *Fake) DescribeLimits(ctx context.Context, in *kinesis.DescribeLimitsInp
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	open := 0
-	for _, s := range f.streams {
-		open += s.openCount()
-	}
-	limit := f.ShardLimit
-	if limit == 0 {
-		limit = 500
-	}
-	return &kinesis.DescribeLimitsOutput{ShardLimit: aws.Int32(int32(limit)), OpenShardCount: aws.Int32(int32(open)),
+	return &kinesis.DescribeLimitsOutput{ShardLimit: aws.Int32(int32(f.shardLimit())), OpenShardCount: aws.Int32(int32(f.openTotal())),
 		OnDemandStreamCount: aws.Int32(0), OnDemandStreamCountLimit: aws.Int32(50)}, nil
 }
 
@@ -539,24 +544,26 @@ func (s *Stream) children(id string) []types.ChildShard {
 }
 
 // PutRecords implements the SDK call (every entry succeeds unless Hook
-// says otherwise for the whole call).
+// says otherwise for the whole call), with the service's limits: 1 to 500
+// entries, 5 MiB in all, keys of 1 to 256 characters, records of at most
+// 1 MiB, explicit hash keys in range.
 func (f *Fake) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
 	if err := f.call("PutRecords", in); err != nil {
 		return nil, err
 	}
+	hashes, err := checkPutRecords(in)
+	if err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s, err := f.stream(in.StreamName, in.StreamARN)
+	s, err := f.writable(in.StreamName, in.StreamARN)
 	if err != nil {
 		return nil, err
 	}
 	out := &kinesis.PutRecordsOutput{FailedRecordCount: aws.Int32(0)}
-	for _, e := range in.Records {
-		h := HashOf(aws.ToString(e.PartitionKey))
-		if e.ExplicitHashKey != nil {
-			h, _ = new(big.Int).SetString(*e.ExplicitHashKey, 10)
-		}
-		id, seq := f.put(s, aws.ToString(e.PartitionKey), e.Data, h)
+	for i, e := range in.Records {
+		id, seq := f.put(s, aws.ToString(e.PartitionKey), e.Data, hashes[i])
 		out.Records = append(out.Records, types.PutRecordsResultEntry{ShardId: aws.String(id), SequenceNumber: aws.String(seq)})
 	}
 	return out, nil

@@ -1,0 +1,130 @@
+package cmd
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
+)
+
+// runCLIEndpoint runs the CLI against a Kinesis endpoint of the test's own
+// (no emulator), with static credentials.
+func runCLIEndpoint(t *testing.T, endpoint, stdin string, args ...string) cliResult {
+	t.Helper()
+	ios, in, out, errOut := TestIO()
+	in.WriteString(stdin)
+	f := NewFactory(ios)
+	f.KinesisClient = func(ctx context.Context, region string) (*kinesis.Client, error) {
+		if region == "" {
+			region = "us-east-1"
+		}
+		cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+			HTTPClient: &http.Client{Timeout: 30 * time.Second}, Retryer: awscall.KinesisRetryer}
+		return newKinesisClient(cfg, clientConfig{EndpointURL: endpoint}), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := run(ctx, f, args)
+	return cliResult{stdout: out.String(), stderr: errOut.String(), code: code}
+}
+
+// startLocal runs `kinesis-shards local` on a free port until the test
+// ends and returns its URL and its stdout (the export lines).
+func startLocal(t *testing.T, o LocalOptions) (url, stdout string) {
+	t.Helper()
+	ios, _, out, _ := TestIO()
+	f := NewFactory(ios)
+	ready := make(chan string, 1)
+	o.Host, o.ready = "127.0.0.1", func(u string) { ready <- u }
+	if o.ShardLimit == 0 {
+		o.ShardLimit = 500
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.run(ctx, f) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("local stopped with %v", err)
+		}
+	})
+	select {
+	case url = <-ready:
+	case err := <-done:
+		t.Fatalf("local: %v", err)
+	}
+	return url, out.String()
+}
+
+// The commands work against `kinesis-shards local` as against the service:
+// create, put, tree, split with a preview, and a tail that reads the
+// parent to its end before the children, every key in order.
+func TestLocalServesTheCommands(t *testing.T) {
+	url, exports := startLocal(t, LocalOptions{})
+	if !strings.Contains(exports, "export AWS_ENDPOINT_URL_KINESIS="+url+"\n") || !strings.Contains(exports, "export AWS_REGION=us-east-1\n") {
+		t.Fatalf("export lines:\n%s", exports)
+	}
+	run := func(stdin string, args ...string) cliResult {
+		t.Helper()
+		r := runCLIEndpoint(t, url, stdin, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d\nstdout %s\nstderr %s", args, r.code, r.stdout, r.stderr)
+		}
+		return r
+	}
+	run("", "create", "orders", "--shards", "1")
+	var in strings.Builder
+	for i := range 40 {
+		in.WriteString(`{"k":"key-` + string(rune('a'+i%4)) + `","n":` + strings.Repeat("1", i%3+1) + "}\n")
+	}
+	run(in.String(), "put", "orders", "--key-field", "k")
+	run("", "split", "orders", "shardId-000000000000", "--yes")
+	run(in.String(), "put", "orders", "--key-field", "k")
+	tree := run("", "tree", "orders")
+	for _, id := range []string{"shardId-000000000000", "shardId-000000000001", "shardId-000000000002"} {
+		if !strings.Contains(tree.stdout, strings.TrimPrefix(id, "shardId-00000000000")) {
+			t.Fatalf("tree has no %s:\n%s", id, tree.stdout)
+		}
+	}
+	tail := run("", "tail", "orders", "--no-checkpoint", "--idle-exit", "1s", "-o", "json")
+	if n := strings.Count(tail.stdout, "\n"); n != 80 {
+		t.Fatalf("tail printed %d records, want 80:\n%s", n, tail.stdout)
+	}
+	// The parent's records come before any child's.
+	lastParent, firstChild := -1, -1
+	for i, l := range strings.Split(strings.TrimSpace(tail.stdout), "\n") {
+		if strings.Contains(l, `"shardId":"shardId-000000000000"`) {
+			lastParent = i
+		} else if firstChild < 0 {
+			firstChild = i
+		}
+	}
+	if lastParent != 39 || firstChild != 40 {
+		t.Fatalf("parent's records end at %d, children's start at %d", lastParent, firstChild)
+	}
+}
+
+// --host other than loopback is said on stderr; bad flags are usage errors.
+func TestLocalFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"local", "--port", "70000"}, "--port must be from 0 to 65535, not 70000"},
+		{[]string{"local", "--shard-limit", "0"}, "--shard-limit must be at least 1"},
+		{[]string{"local", "--state-delay", "-1s"}, "--state-delay must not be negative"},
+		{[]string{"local", "extra"}, "takes no arguments"},
+	} {
+		r := runCLIEndpoint(t, "http://127.0.0.1:1", "", tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+}

@@ -75,8 +75,7 @@ bench: emulator
 	$(GO) run ./internal/tools/bench $(BENCH_FLAGS)
 
 # Starts a local Kinesis (kinesis-shards local; EMULATOR=kinesis-mock for
-# the node emulator, which adds enhanced fan-out), runs the tool against
-# it, stops it.
+# the node emulator), runs the tool against it, stops it.
 EMULATOR ?= local
 demo: build $(if $(filter kinesis-mock,$(EMULATOR)),emulator)
 	$(GO) run ./internal/tools/demo -bin $(BIN) -emulator $(EMULATOR)

@@ -337,12 +337,12 @@ func TestFlagOptions(t *testing.T) {
 	key, _ := lineage.ParseHashKey("255211775190703847597530955573826158592")
 	cases := []flagOK{
 		{[]string{"local"}, false, func(t *testing.T, o any) {
-			if l := as[*LocalOptions](t, o); l.Host != "127.0.0.1" || l.Port != 4567 || l.ShardLimit != 500 || l.StateDelay != 0 {
+			if l := as[*LocalOptions](t, o); l.Host != "127.0.0.1" || l.Port != 4567 || l.ShardLimit != 500 || l.StateDelay != 0 || !l.Quotas {
 				t.Errorf("%+v", l)
 			}
 		}},
-		{[]string{"local", "--host", "0.0.0.0", "--port", "0", "--shard-limit", "20", "--state-delay", "2s"}, false, func(t *testing.T, o any) {
-			if l := as[*LocalOptions](t, o); l.Host != "0.0.0.0" || l.Port != 0 || l.ShardLimit != 20 || l.StateDelay != 2*time.Second {
+		{[]string{"local", "--host", "0.0.0.0", "--port", "0", "--shard-limit", "20", "--state-delay", "2s", "--quotas=false"}, false, func(t *testing.T, o any) {
+			if l := as[*LocalOptions](t, o); l.Host != "0.0.0.0" || l.Port != 0 || l.ShardLimit != 20 || l.StateDelay != 2*time.Second || l.Quotas {
 				t.Errorf("%+v", l)
 			}
 		}},

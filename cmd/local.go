@@ -20,29 +20,33 @@ type LocalOptions struct {
 	Port       int
 	ShardLimit int
 	StateDelay time.Duration
+	Quotas     bool
 
 	// ready, for tests: called with the address once the server listens.
 	ready func(addr string)
 }
 
 func newLocalCmd(f *Factory, runF func(*LocalOptions) error) *cobra.Command {
-	opts := &LocalOptions{Host: "127.0.0.1", Port: 4567, ShardLimit: 500}
+	opts := &LocalOptions{Host: "127.0.0.1", Port: 4567, ShardLimit: 500, Quotas: true}
 	c := &cobra.Command{
 		Use:   "local",
 		Short: "Serve an in-memory Kinesis on a port, for trying the tool and testing consumers",
 		Long: `Serve a Kinesis of its own, in memory, on a port: the Kinesis API over HTTP
 (the JSON protocol the SDKs speak) with the service's rules for hash ranges
 and partition-key routing, splits and merges (parents closed, children
-opened, ChildShards at a shard's end), iterators of every type, ListShards
-paging, the account's shard quota and the limits of PutRecords. Point this
+opened, ChildShards at a shard's end), iterators of every type (expiring
+after five minutes), ListShards paging, the account's shard quota, the
+limits of PutRecords, and each shard's read and write quotas (5 calls and
+2 MiB a second of reads, 1,000 records and 1 MiB a second of writes), over
+which calls are throttled as the service throttles them, and enhanced
+fan-out (consumers and SubscribeToShard's event stream). Point this
 tool, an SDK or your own consumer at it with the export lines it prints
 on stdout; stop it with Ctrl-C. Nothing is kept after it stops.
 
 It listens on 127.0.0.1 unless --host says otherwise; it accepts any
 credentials and any signature, so it says so on stderr when it listens on
-another address. It does not serve enhanced fan-out (SubscribeToShard and
-consumers), tags, encryption or retention changes: those calls get
-UnknownOperationException.
+another address. It does not serve tags, encryption, stream mode or
+retention changes: those calls get UnknownOperationException.
 
 --state-delay keeps a new stream CREATING, a resharded one UPDATING and a
 deleted one DELETING that long, as the service does for some seconds
@@ -60,6 +64,7 @@ deleted one DELETING that long, as the service does for some seconds
 	fl.IntVar(&opts.Port, "port", opts.Port, "port to listen on (0: any free port)")
 	fl.IntVar(&opts.ShardLimit, "shard-limit", opts.ShardLimit, "the account's shard quota: open shards of every stream together")
 	fl.DurationVar(&opts.StateDelay, "state-delay", 0, "how long a stream stays CREATING, UPDATING or DELETING after a change")
+	fl.BoolVar(&opts.Quotas, "quotas", opts.Quotas, "throttle what goes over each shard's read and write quotas, and expire iterators after five minutes (--quotas=false serves every call)")
 	return c
 }
 
@@ -81,7 +86,7 @@ func (o *LocalOptions) validate() error {
 
 func (o *LocalOptions) run(ctx context.Context, f *Factory) error {
 	svc := fake.New()
-	svc.ShardLimit, svc.StateDelay = o.ShardLimit, o.StateDelay
+	svc.ShardLimit, svc.StateDelay, svc.Quotas = o.ShardLimit, o.StateDelay, o.Quotas
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), err)

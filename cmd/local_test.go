@@ -46,6 +46,7 @@ func startLocal(t *testing.T, o LocalOptions) (url, stdout string) {
 	if o.ShardLimit == 0 {
 		o.ShardLimit = 500
 	}
+	o.Quotas = true
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- o.run(ctx, f) }()
@@ -108,6 +109,15 @@ func TestLocalServesTheCommands(t *testing.T) {
 	}
 	if lastParent != 39 || firstChild != 40 {
 		t.Fatalf("parent's records end at %d, children's start at %d", lastParent, firstChild)
+	}
+	// The same through enhanced fan-out: a consumer registered for the
+	// run, SubscribeToShard's event stream, deregistered at the end.
+	efo := run("", "tail", "orders", "--efo", "--no-checkpoint", "--idle-exit", "2s", "-o", "json")
+	if efo.stdout != tail.stdout {
+		t.Fatalf("--efo printed\n%s\nwant\n%s", efo.stdout, tail.stdout)
+	}
+	if consumers := run("", "consumers", "orders", "-o", "json"); !strings.Contains(consumers.stdout, `"consumers": []`) {
+		t.Fatalf("a consumer is left: %s", consumers.stdout)
 	}
 }
 

@@ -170,6 +170,11 @@ func (f *Fake) PutRecord(ctx context.Context, in *kinesis.PutRecordInput, _ ...f
 	if err != nil {
 		return nil, err
 	}
+	if f.Quotas {
+		if err := f.writeQuota(s, h, len(in.Data)+len(aws.ToString(in.PartitionKey))); err != nil {
+			return nil, err
+		}
+	}
 	id, seq := f.put(s, aws.ToString(in.PartitionKey), in.Data, h)
 	return &kinesis.PutRecordOutput{ShardId: aws.String(id), SequenceNumber: aws.String(seq)}, nil
 }

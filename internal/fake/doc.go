@@ -3,7 +3,8 @@
 // sequence numbers, iterators of every type, splits, merges and
 // UpdateShardCount (parents closed, children opened, ChildShards at a
 // shard's end), trimming, the account's shard quota, PutRecords' limits,
-// and stream states (CREATING, UPDATING, DELETING for StateDelay).
+// each shard's read and write quotas (Quotas), and stream states
+// (CREATING, UPDATING, DELETING for StateDelay).
 //
 // It is reached three ways:
 //   - in process, through the SDK's own method signatures, so it satisfies
@@ -17,12 +18,15 @@
 // It follows AWS where the emulators differ (ListShards paging with
 // NextToken alone, the end of a shard as a nil iterator with ChildShards)
 // and can imitate kinesalite's ending (no ChildShards, an extra empty
-// call). The error codes it answers with are the service's (it is the
-// service side: the client's reading of them is internal/awserr's). Not
-// served yet: enhanced fan-out (consumers, SubscribeToShard), the per-shard
-// read and write quotas and their throttles, iterator expiry, retention
-// trimming by age; tests that need those use the wire stubs under
-// internal/kinesistest and the emulators.
+// call). With Quotas it keeps each shard's read and write quotas as the
+// service does (throttling what goes over) and expires iterators after
+// five minutes. The error codes it answers with are the service's (it is
+// the service side: the client's reading of them is internal/awserr's).
+// Enhanced fan-out is served too: consumers (CREATING and DELETING for
+// StateDelay, 20 a stream) and SubscribeToShard's event stream, one
+// subscription per consumer and shard, ending at the shard's end with its
+// children or after five minutes. Not served yet: retention trimming by
+// age; tests that need it trim by hand (Trim).
 //
 // Imports: the SDK (its Kinesis types and schemas, smithy's AWS JSON
 // protocol) and the standard library.

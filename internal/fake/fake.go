@@ -41,6 +41,13 @@ type Fake struct {
 	// OpenShardCount counts the open shards of every stream); 0 = 500.
 	// CreateStream enforces it; SplitShard does not.
 	ShardLimit int
+	// Quotas turns on the service's per-shard quotas: 5 GetRecords calls
+	// and 2 MiB a second of reads (after an answer of B bytes the shard
+	// refuses reads for B / 2 MiB/s), 1,000 records and 1 MiB a second of
+	// writes; what goes over them is throttled as the service throttles.
+	// Iterators then also expire after five minutes. Off (the zero value):
+	// every call is served, as the engines' tests expect.
+	Quotas bool
 	// StateDelay is how long a stream stays CREATING after CreateStream,
 	// UPDATING after a reshard and DELETING after DeleteStream (0: every
 	// change is instant).
@@ -48,6 +55,8 @@ type Fake struct {
 
 	calls    map[string]int
 	getCalls map[string][]time.Time // GetRecords attempts per shard
+	// subscribed: the open subscriptions, by consumer ARN and shard.
+	subscribed map[string]bool
 }
 
 // Stream is one fake stream. Fields are read under the Fake's lock.
@@ -62,7 +71,8 @@ type Stream struct {
 	nextSeq *big.Int
 	// settleAt: when a CREATING, UPDATING or DELETING status ends
 	// (StateDelay; zero: none pending).
-	settleAt time.Time
+	settleAt  time.Time
+	consumers map[string]*consumer // by name
 }
 
 // Shard is one fake shard.
@@ -77,6 +87,7 @@ type Shard struct {
 	Records  []Rec
 	startSeq string
 	endSeq   string
+	quota    shardQuota // with Fake.Quotas
 }
 
 // Rec is one stored record.
@@ -138,11 +149,19 @@ func (f *Fake) AddStream(name string, n int) *Stream {
 	return f.addStream(name, n, time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 }
 
+// firstSeq is where a stream's sequence numbers start: 56 digits, as the
+// service's look (they only grow within a stream, and are compared as
+// numbers; readers must treat them as opaque).
+func firstSeq() *big.Int {
+	n, _ := new(big.Int).SetString("49590338271490256608559692538361571095921575989136588800", 10)
+	return n
+}
+
 // addStream creates the stream; called under the lock.
 func (f *Fake) addStream(name string, n int, created time.Time) *Stream {
 	s := &Stream{Name: name, ARN: "arn:aws:kinesis:us-east-1:123456789012:stream/" + name,
 		Created: created, Status: types.StreamStatusActive,
-		nextSeq: new(big.Int).Exp(big.NewInt(10), big.NewInt(25), nil)}
+		nextSeq: firstSeq()}
 	step := new(big.Int).Div(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(int64(n)))
 	for i := range n {
 		start := new(big.Int).Mul(step, big.NewInt(int64(i)))
@@ -407,9 +426,10 @@ func (f *Fake) ListShards(ctx context.Context, in *kinesis.ListShardsInput, _ ..
 	return out, nil
 }
 
-// Iterators are "it|stream|shard|index|pending-end".
-func iterator(stream, shard string, idx int, pendingEnd bool) *string {
-	return aws.String(fmt.Sprintf("it|%s|%s|%d|%t", stream, shard, idx, pendingEnd))
+// Iterators are "it|stream|shard|index|pending-end|issued" (issued in Unix
+// milliseconds, for their expiry).
+func (f *Fake) iterator(stream, shard string, idx int, pendingEnd bool) *string {
+	return aws.String(fmt.Sprintf("it|%s|%s|%d|%t|%d", stream, shard, idx, pendingEnd, f.now().UnixMilli()))
 }
 
 // GetShardIterator implements the SDK call.
@@ -434,7 +454,7 @@ func (f *Fake) GetShardIterator(ctx context.Context, in *kinesis.GetShardIterato
 	if err != nil {
 		return nil, err
 	}
-	return &kinesis.GetShardIteratorOutput{ShardIterator: iterator(s.Name, sh.ID, idx, false)}, nil
+	return &kinesis.GetShardIteratorOutput{ShardIterator: f.iterator(s.Name, sh.ID, idx, false)}, nil
 }
 
 // startIndex is the index of the first record a reader starting at this
@@ -473,7 +493,7 @@ func (sh *Shard) startIndex(typ types.ShardIteratorType, seq string, ts time.Tim
 // GetRecords implements the SDK call.
 func (f *Fake) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
 	parts := strings.Split(aws.ToString(in.ShardIterator), "|")
-	if len(parts) == 5 {
+	if len(parts) == 6 {
 		f.mu.Lock()
 		f.getCalls[parts[2]] = append(f.getCalls[parts[2]], time.Now())
 		f.mu.Unlock()
@@ -484,7 +504,11 @@ func (f *Fake) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, _ ..
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(parts) != 5 || parts[0] != "it" {
+	if len(parts) != 6 || parts[0] != "it" {
+		return nil, &types.InvalidArgumentException{Message: aws.String("bad iterator")}
+	}
+	issued, err := strconv.ParseInt(parts[5], 10, 64)
+	if err != nil {
 		return nil, &types.InvalidArgumentException{Message: aws.String("bad iterator")}
 	}
 	f.mu.Lock()
@@ -496,6 +520,11 @@ func (f *Fake) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, _ ..
 	sh := s.shard(parts[2])
 	if sh == nil || sh.Trimmed {
 		return nil, &types.ResourceNotFoundException{Message: aws.String("shard gone")}
+	}
+	if f.Quotas {
+		if err := f.readQuota(s, sh, time.UnixMilli(issued)); err != nil {
+			return nil, err
+		}
 	}
 	idx, _ := strconv.Atoi(parts[3])
 	pendingEnd := parts[4] == "true"
@@ -517,13 +546,16 @@ func (f *Fake) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, _ ..
 	atEnd := sh.Closed && end == len(sh.Records) && !f.NeverEnd
 	switch {
 	case atEnd && f.KinesaliteEnd && !pendingEnd && len(out.Records) > 0:
-		out.NextShardIterator = iterator(s.Name, sh.ID, end, true)
+		out.NextShardIterator = f.iterator(s.Name, sh.ID, end, true)
 	case atEnd:
 		if !f.NoChildShards && !f.KinesaliteEnd {
 			out.ChildShards = s.children(sh.ID)
 		}
 	default:
-		out.NextShardIterator = iterator(s.Name, sh.ID, end, false)
+		out.NextShardIterator = f.iterator(s.Name, sh.ID, end, false)
+	}
+	if f.Quotas {
+		f.readAnswered(sh, out.Records)
 	}
 	return out, nil
 }
@@ -563,6 +595,13 @@ func (f *Fake) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, _ ..
 	}
 	out := &kinesis.PutRecordsOutput{FailedRecordCount: aws.Int32(0)}
 	for i, e := range in.Records {
+		if f.Quotas {
+			if err := f.writeQuota(s, hashes[i], len(e.Data)+len(aws.ToString(e.PartitionKey))); err != nil {
+				out.FailedRecordCount = aws.Int32(aws.ToInt32(out.FailedRecordCount) + 1)
+				out.Records = append(out.Records, types.PutRecordsResultEntry{ErrorCode: aws.String(err.ErrorCode()), ErrorMessage: aws.String(err.ErrorMessage())})
+				continue
+			}
+		}
 		id, seq := f.put(s, aws.ToString(e.PartitionKey), e.Data, hashes[i])
 		out.Records = append(out.Records, types.PutRecordsResultEntry{ShardId: aws.String(id), SequenceNumber: aws.String(seq)})
 	}

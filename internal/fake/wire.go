@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -72,6 +73,11 @@ var ops = map[string]op{
 	"SplitShard":            serve(schemas.SplitShard, (*Fake).SplitShard),
 	"MergeShards":           serve(schemas.MergeShards, (*Fake).MergeShards),
 	"UpdateShardCount":      serve(schemas.UpdateShardCount, (*Fake).UpdateShardCount),
+
+	"RegisterStreamConsumer":   serve(schemas.RegisterStreamConsumer, (*Fake).RegisterStreamConsumer),
+	"DescribeStreamConsumer":   serve(schemas.DescribeStreamConsumer, (*Fake).DescribeStreamConsumer),
+	"ListStreamConsumers":      serve(schemas.ListStreamConsumers, (*Fake).ListStreamConsumers),
+	"DeregisterStreamConsumer": serve(schemas.DeregisterStreamConsumer, (*Fake).DeregisterStreamConsumer),
 }
 
 // Handler serves the fake over HTTP in the Kinesis wire protocol. Any
@@ -91,6 +97,14 @@ func (f *Fake) Handler() http.Handler {
 		switch {
 		case r.Method != http.MethodPost:
 			writeError(w, http.StatusBadRequest, "UnknownOperationException", "the Kinesis API takes POST requests only")
+			return
+		case ok && name == "SubscribeToShard":
+			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "SerializationException", "cannot read the request: "+err.Error())
+				return
+			}
+			f.serveSubscribe(w, r, body)
 			return
 		case !ok || serveOp == nil:
 			writeError(w, http.StatusBadRequest, "UnknownOperationException", fmt.Sprintf("operation %q is not served by this fake Kinesis", r.Header.Get("X-Amz-Target")))
@@ -241,41 +255,63 @@ func encode(ctx context.Context, schema *smithy.Schema, out smithy.Serializable)
 }
 
 // Transport is an http.RoundTripper that serves every request in process,
-// for an SDK client in tests: no port, no connection.
+// for an SDK client in tests: no port, no connection. The answer's body is
+// a pipe from the handler, so an event stream (SubscribeToShard) flows as
+// it is written, and closing the body ends it.
 func (f *Fake) Transport() http.RoundTripper { return roundTripper{f.Handler()} }
 
 type roundTripper struct{ h http.Handler }
 
 func (t roundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	w := &recorder{header: http.Header{}, status: http.StatusOK}
-	t.h.ServeHTTP(w, r)
-	if r.Body != nil {
-		_ = r.Body.Close()
+	pr, pw := io.Pipe()
+	w := &pipeWriter{header: http.Header{}, pw: pw, ready: make(chan struct{})}
+	go func() {
+		defer func() {
+			w.WriteHeader(http.StatusOK) // an answer with no body
+			_ = pw.Close()
+			if r.Body != nil {
+				_ = r.Body.Close()
+			}
+		}()
+		t.h.ServeHTTP(w, r)
+	}()
+	select {
+	case <-w.ready:
+	case <-r.Context().Done():
+		_ = pr.CloseWithError(r.Context().Err())
+		return nil, r.Context().Err()
 	}
 	return &http.Response{
 		Status: fmt.Sprintf("%d %s", w.status, http.StatusText(w.status)), StatusCode: w.status,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: w.header, Body: io.NopCloser(bytes.NewReader(w.body.Bytes())), ContentLength: int64(w.body.Len()), Request: r,
+		Header: w.header, Body: pr, ContentLength: -1, Request: r,
 	}, nil
 }
 
-// recorder is the ResponseWriter of an in-process call.
-type recorder struct {
+// pipeWriter is the ResponseWriter of an in-process call: the status and
+// headers are the answer's once WriteHeader is called, the body goes
+// through the pipe.
+type pipeWriter struct {
 	header http.Header
 	status int
-	wrote  bool
-	body   bytes.Buffer
+	ready  chan struct{}
+	once   sync.Once
+	pw     *io.PipeWriter
 }
 
-func (w *recorder) Header() http.Header { return w.header }
+func (w *pipeWriter) Header() http.Header { return w.header }
 
-func (w *recorder) WriteHeader(status int) {
-	if !w.wrote {
-		w.status, w.wrote = status, true
-	}
+func (w *pipeWriter) WriteHeader(status int) {
+	w.once.Do(func() {
+		w.status = status
+		close(w.ready)
+	})
 }
 
-func (w *recorder) Write(b []byte) (int, error) {
+func (w *pipeWriter) Write(b []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
-	return w.body.Write(b)
+	return w.pw.Write(b)
 }
+
+// Flush makes it an http.Flusher: the pipe has no buffer to flush.
+func (w *pipeWriter) Flush() {}

@@ -261,3 +261,161 @@ func TestWireOnDemand(t *testing.T) {
 		t.Fatalf("reshard of an on-demand stream: %v", err)
 	}
 }
+
+// With Quotas, a shard serves 5 reads a second, refuses reads after a big
+// answer until its 2 MiB a second has refilled, takes 1,000 records a
+// second, and iterators expire after five minutes.
+func TestWireQuotas(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	f := New()
+	f.Now = func() time.Time { return now }
+	f.Quotas = true
+	f.AddStream("q", 1)
+	c := client(f)
+	throttled := func(err error) bool {
+		var pt *types.ProvisionedThroughputExceededException
+		return errors.As(err, &pt)
+	}
+	// Writes: 1,000 records of this second, then every further entry fails.
+	entries := make([]types.PutRecordsRequestEntry, 500)
+	for i := range entries {
+		entries[i] = types.PutRecordsRequestEntry{PartitionKey: aws.String("k"), Data: []byte("x")}
+	}
+	for call := range 3 {
+		out, err := c.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String("q"), Records: entries})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int32(0)
+		if call == 2 {
+			want = 500
+		}
+		if got := aws.ToInt32(out.FailedRecordCount); got != want {
+			t.Fatalf("call %d: %d failed, want %d", call+1, got, want)
+		}
+		if want > 0 && aws.ToString(out.Records[0].ErrorCode) != "ProvisionedThroughputExceededException" {
+			t.Fatalf("failed entry %+v", out.Records[0])
+		}
+	}
+	_, err := c.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String("q"), PartitionKey: aws.String("k"), Data: []byte("x")})
+	if !throttled(err) {
+		t.Fatalf("PutRecord over the quota: %v", err)
+	}
+	now = now.Add(time.Second)
+	if _, err := c.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String("q"), PartitionKey: aws.String("k"), Data: []byte("x")}); err != nil {
+		t.Fatalf("PutRecord in the next second: %v", err)
+	}
+	// Reads: five calls a second.
+	it, err := c.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String("q"), ShardId: aws.String("shardId-000000000000"), ShardIteratorType: types.ShardIteratorTypeLatest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		_, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if (i == 5) != throttled(err) {
+			t.Fatalf("read %d: %v", i+1, err)
+		}
+	}
+	// A big answer: 1,001 records of 1 KiB, about 1 MiB, keep the shard
+	// refused for about half a second.
+	now = now.Add(2 * time.Second)
+	it, _ = c.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String("q"), ShardId: aws.String("shardId-000000000000"), ShardIteratorType: types.ShardIteratorTypeTrimHorizon})
+	f.mu.Lock()
+	for i := range f.streams["q"].shards[0].Records {
+		f.streams["q"].shards[0].Records[i].Data = bytes.Repeat([]byte("x"), 1024)
+	}
+	f.mu.Unlock()
+	page, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
+	if err != nil || len(page.Records) != 1001 {
+		t.Fatalf("big read: %v", err)
+	}
+	now = now.Add(400 * time.Millisecond)
+	if _, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: page.NextShardIterator}); !throttled(err) {
+		t.Fatalf("read within the refill: %v", err)
+	}
+	now = now.Add(200 * time.Millisecond)
+	if _, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: page.NextShardIterator}); err != nil {
+		t.Fatalf("read after the refill: %v", err)
+	}
+	// Iterators expire after five minutes.
+	now = now.Add(5*time.Minute + time.Second)
+	_, err = c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: page.NextShardIterator})
+	var ei *types.ExpiredIteratorException
+	if !errors.As(err, &ei) {
+		t.Fatalf("an old iterator: %v", err)
+	}
+}
+
+// Enhanced fan-out over the wire: a consumer registered and described, a
+// subscription through the SDK's own event stream decoding that delivers
+// the shard's records and, at its end, the children; one subscription per
+// consumer and shard at a time.
+func TestWireSubscribeToShard(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f := New()
+	s := f.AddStream("efo", 1)
+	c := client(f)
+	reg, err := c.RegisterStreamConsumer(ctx, &kinesis.RegisterStreamConsumerInput{StreamARN: aws.String(s.ARN), ConsumerName: aws.String("app")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := reg.Consumer.ConsumerARN
+	if !strings.HasPrefix(aws.ToString(arn), s.ARN+"/consumer/app:") || reg.Consumer.ConsumerStatus != types.ConsumerStatusActive {
+		t.Fatalf("consumer %+v", reg.Consumer)
+	}
+	if _, err := c.RegisterStreamConsumer(ctx, &kinesis.RegisterStreamConsumerInput{StreamARN: aws.String(s.ARN), ConsumerName: aws.String("app")}); !errors.As(err, new(*types.ResourceInUseException)) {
+		t.Fatalf("a second registration: %v", err)
+	}
+	list, err := c.ListStreamConsumers(ctx, &kinesis.ListStreamConsumersInput{StreamARN: aws.String(s.ARN)})
+	if err != nil || len(list.Consumers) != 1 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	for i := range 3 {
+		f.Put("efo", "k", []byte{byte('a' + i)})
+	}
+	sub, err := c.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: arn, ShardId: aws.String("shardId-000000000000"),
+		StartingPosition: &types.StartingPosition{Type: types.ShardIteratorTypeTrimHorizon}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.GetStream().Close()
+	if _, err := c.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: arn, ShardId: aws.String("shardId-000000000000"),
+		StartingPosition: &types.StartingPosition{Type: types.ShardIteratorTypeLatest}}); !errors.As(err, new(*types.ResourceInUseException)) {
+		t.Fatalf("a second subscription: %v", err)
+	}
+	var got []string
+	var children []types.ChildShard
+	split := false
+	for ev := range sub.GetStream().Events() {
+		e, ok := ev.(*types.SubscribeToShardEventStreamMemberSubscribeToShardEvent)
+		if !ok {
+			t.Fatalf("event %T", ev)
+		}
+		for _, r := range e.Value.Records {
+			got = append(got, string(r.Data))
+		}
+		if len(got) == 3 && !split {
+			split = true
+			f.SplitHalf("efo", "shardId-000000000000")
+		}
+		if e.Value.ContinuationSequenceNumber == nil {
+			children = e.Value.ChildShards
+		}
+	}
+	if err := sub.GetStream().Err(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "") != "abc" || len(children) != 2 {
+		t.Fatalf("records %v, children %+v", got, children)
+	}
+	// The subscription ended: the shard is free again, and a deregistered
+	// consumer is gone.
+	if _, err := c.DeregisterStreamConsumer(ctx, &kinesis.DeregisterStreamConsumerInput{ConsumerARN: arn}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{ConsumerARN: arn}); !errors.As(err, new(*types.ResourceNotFoundException)) {
+		t.Fatalf("describe after deregistration: %v", err)
+	}
+}

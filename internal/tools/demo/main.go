@@ -20,7 +20,7 @@ import (
 func main() {
 	bin := flag.String("bin", "bin/kinesis-shards", "the kinesis-shards binary")
 	keep := flag.Bool("keep", false, "leave the emulator running (prints how to use it, stops on Ctrl-C)")
-	emu := flag.String("emulator", "local", "the Kinesis to run against: local (kinesis-shards local, needs only Go) or kinesis-mock (node; adds enhanced fan-out)")
+	emu := flag.String("emulator", "local", "the Kinesis to run against: local (kinesis-shards local, needs only Go) or kinesis-mock (node)")
 	flag.Parse()
 	if *emu != "local" && *emu != "kinesis-mock" {
 		fmt.Fprintf(os.Stderr, "demo: -emulator %q: use local or kinesis-mock\n", *emu)
@@ -78,13 +78,10 @@ func run(bin, emu string, keep bool) error {
 	d.step("", "tree", "demo", "--key", "user-7")
 	d.step("", "tail", "demo", "--key", "user-7", "--idle-exit", "2s", "--format", "text", "--no-checkpoint", "--max-records", "12")
 	d.step("", "tail", "demo", "--idle-exit", "2s", "--max-records", "5")
-	if emu == "kinesis-mock" {
-		// The same key's records pushed through an enhanced fan-out
-		// consumer, registered for the run and deregistered at its end:
-		// its first 20 (the first shard on its path), then the split's
-		// child. kinesis-shards local does not serve enhanced fan-out.
-		d.step("", "tail", "demo", "--efo", "--key", "user-7", "--idle-exit", "2s", "--format", "text", "--no-checkpoint", "--max-records", "24")
-	}
+	// The same key's records pushed through an enhanced fan-out consumer,
+	// registered for the run and deregistered at its end: its first 20
+	// (the first shard on its path), then the split's child.
+	d.step("", "tail", "demo", "--efo", "--key", "user-7", "--idle-exit", "2s", "--format", "text", "--no-checkpoint", "--max-records", "24")
 	d.step("", "scale", "demo", "--to", "4", "--dry-run")
 	if _, err := exec.LookPath("dot"); err == nil {
 		d.pipe("tree demo -o dot | dot -Tsvg", []string{"tree", "demo", "-o", "dot"}, "dot", "-Tsvg", "-o", filepath.Join(os.TempDir(), "kinesis-shards-demo.svg"))

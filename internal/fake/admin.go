@@ -63,7 +63,7 @@ func (f *Fake) CreateStream(ctx context.Context, in *kinesis.CreateStreamInput, 
 	}
 	name := aws.ToString(in.StreamName)
 	if !streamNameRE.MatchString(name) {
-		return nil, invalidArg("1 validation error detected: Value '%s' at 'streamName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length 1 to 128", name)
+		return nil, validation("1 validation error detected: Value '%s' at 'streamName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length 1 to 128", name)
 	}
 	n := int(aws.ToInt32(in.ShardCount))
 	onDemand := in.StreamModeDetails != nil && in.StreamModeDetails.StreamMode == types.StreamModeOnDemand
@@ -75,7 +75,7 @@ func (f *Fake) CreateStream(ctx context.Context, in *kinesis.CreateStreamInput, 
 	case in.ShardCount == nil:
 		return nil, invalidArg("ShardCount is required for a stream in PROVISIONED mode")
 	case n < 1:
-		return nil, invalidArg("1 validation error detected: Value '%d' at 'shardCount' failed to satisfy constraint: Member must have value greater than or equal to 1", n)
+		return nil, validation("1 validation error detected: Value '%d' at 'shardCount' failed to satisfy constraint: Member must have value greater than or equal to 1", n)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -120,7 +120,7 @@ func (f *Fake) ListStreams(ctx context.Context, in *kinesis.ListStreamsInput, _ 
 	limit := defaultListLimit
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > 10000 {
-			return nil, invalidArg("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value between 1 and 10000", *in.Limit)
+			return nil, validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value between 1 and 10000", *in.Limit)
 		}
 		limit = int(*in.Limit)
 	}
@@ -194,7 +194,7 @@ func (f *Fake) writable(name, arn *string) (*Stream, error) {
 // checkPutRecords applies the service's limits to a PutRecords request.
 func checkPutRecords(in *kinesis.PutRecordsInput) ([]*big.Int, error) {
 	if n := len(in.Records); n < 1 || n > maxPutEntries {
-		return nil, invalidArg("1 validation error detected: Value '%d' at 'records' failed to satisfy constraint: Member must have length between 1 and %d", n, maxPutEntries)
+		return nil, validation("1 validation error detected: Value '%d' at 'records' failed to satisfy constraint: Member must have length between 1 and %d", n, maxPutEntries)
 	}
 	hashes := make([]*big.Int, len(in.Records))
 	total := 0
@@ -217,10 +217,10 @@ func checkPutRecords(in *kinesis.PutRecordsInput) ([]*big.Int, error) {
 func entryHash(key *string, data []byte, ehk *string) (*big.Int, error) {
 	pk := aws.ToString(key)
 	if n := utf8.RuneCountInString(pk); key == nil || n < 1 || n > maxKeyChars {
-		return nil, invalidArg("1 validation error detected: Value at 'partitionKey' failed to satisfy constraint: Member must have length between 1 and %d", maxKeyChars)
+		return nil, validation("1 validation error detected: Value at 'partitionKey' failed to satisfy constraint: Member must have length between 1 and %d", maxKeyChars)
 	}
 	if n := len(data) + len(pk); n > maxRecordBytes {
-		return nil, invalidArg("1 validation error detected: the record of %d bytes (data + partition key) is larger than %d bytes", n, maxRecordBytes)
+		return nil, validation("1 validation error detected: the record of %d bytes (data + partition key) is larger than %d bytes", n, maxRecordBytes)
 	}
 	if ehk == nil {
 		return HashOf(pk), nil

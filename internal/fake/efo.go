@@ -108,7 +108,7 @@ func (f *Fake) RegisterStreamConsumer(ctx context.Context, in *kinesis.RegisterS
 	}
 	name := aws.ToString(in.ConsumerName)
 	if !consumerNameRE.MatchString(name) {
-		return nil, invalidArg("1 validation error detected: Value '%s' at 'consumerName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", name)
+		return nil, validation("1 validation error detected: Value '%s' at 'consumerName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", name)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -29,6 +29,13 @@ func invalidArg(format string, args ...any) error {
 	return &types.InvalidArgumentException{Message: aws.String(fmt.Sprintf(format, args...))}
 }
 
+// validation is the service's answer to a member that breaks the API's own
+// constraints (a length, a pattern, a range): ValidationException, before
+// any rule of the stream is looked at.
+func validation(format string, args ...any) error {
+	return &smithy.GenericAPIError{Code: "ValidationException", Message: fmt.Sprintf(format, args...), Fault: smithy.FaultClient}
+}
+
 // SetStatus sets a stream's status (ACTIVE, UPDATING, ...).
 func (f *Fake) SetStatus(stream string, st types.StreamStatus) {
 	f.mu.Lock()
@@ -80,7 +87,7 @@ func (f *Fake) SplitShard(ctx context.Context, in *kinesis.SplitShardInput, _ ..
 	ks := aws.ToString(in.NewStartingHashKey)
 	k, ok := new(big.Int).SetString(ks, 10)
 	if !canonicalKey.MatchString(ks) || !ok || k.Cmp(maxKey) > 0 {
-		return nil, invalidArg("1 validation error detected: Value '%s' at 'newStartingHashKey' failed to satisfy constraint: Member must satisfy regular expression pattern: 0|([1-9]\\d{0,38})", ks)
+		return nil, validation("1 validation error detected: Value '%s' at 'newStartingHashKey' failed to satisfy constraint: Member must satisfy regular expression pattern: 0|([1-9]\\d{0,38})", ks)
 	}
 	lo := new(big.Int).Add(p.Start, big.NewInt(2))
 	hi := new(big.Int).Sub(p.End, big.NewInt(1))

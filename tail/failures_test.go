@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -292,6 +293,10 @@ func TestCheckpointForgetsTrimmedShards(t *testing.T) {
 // tip: --idle-exit waits for the answer, and the records written meanwhile
 // are delivered before the tail exits 0.
 func TestIdleExitWaitsForAnUnansweredCall(t *testing.T) {
+	synctest.Test(t, testIdleExitWaitsForAnUnansweredCall)
+}
+
+func testIdleExitWaitsForAnUnansweredCall(t *testing.T) {
 	w := newWorld(t, 1)
 	w.put(1, 5)
 	var stall atomic.Bool
@@ -323,7 +328,9 @@ func TestIdleExitWaitsForAnUnansweredCall(t *testing.T) {
 // The listing --idle-exit takes before it exits must succeed: when it
 // fails, another is taken, and a reshard it would have shown (here a
 // split the caught-up reader has not polled into yet) is read.
-func TestIdleExitNeedsItsLastListing(t *testing.T) {
+func TestIdleExitNeedsItsLastListing(t *testing.T) { synctest.Test(t, testIdleExitNeedsItsLastListing) }
+
+func testIdleExitNeedsItsLastListing(t *testing.T) {
 	w := newWorld(t, 1)
 	w.put(1, 3)
 	var armed atomic.Bool

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
@@ -214,7 +215,9 @@ func (f *fakeLeases) LeaseDuration() time.Duration                    { return f
 // A table that hangs (rather than fails) stops the readers before their
 // leases may be taken: nothing is delivered from then on until a renewal
 // is answered, and then reading resumes where it stopped.
-func TestHungLeaseTableStopsReaders(t *testing.T) {
+func TestHungLeaseTableStopsReaders(t *testing.T) { synctest.Test(t, testHungLeaseTableStopsReaders) }
+
+func testHungLeaseTableStopsReaders(t *testing.T) {
 	w := newWorld(t, 1)
 	leases := &fakeLeases{d: time.Second, positions: map[string]Position{}}
 	type stamped struct {
@@ -292,6 +295,10 @@ func TestHungLeaseTableStopsReaders(t *testing.T) {
 // not "another worker's" either. With a slow table the tail used to exit
 // idle in between, its children unread.
 func TestIdleExitWaitsForASyncAfterAShardEnd(t *testing.T) {
+	synctest.Test(t, testIdleExitWaitsForASyncAfterAShardEnd)
+}
+
+func testIdleExitWaitsForASyncAfterAShardEnd(t *testing.T) {
 	root := "shardId-000000000000"
 	w := newWorld(t, 1)
 	w.put(2, 4)
@@ -369,7 +376,9 @@ func (f *failingSyncs) Sync(ctx context.Context, known []ShardInfo) (*Assignment
 // A lease table whose every sync fails, while the readers go on, gets a
 // warning on stderr after a while: --idle-exit waits meanwhile, and no
 // new lease is taken.
-func TestFailingSyncsAreWarnedAbout(t *testing.T) {
+func TestFailingSyncsAreWarnedAbout(t *testing.T) { synctest.Test(t, testFailingSyncsAreWarnedAbout) }
+
+func testFailingSyncsAreWarnedAbout(t *testing.T) {
 	w := newWorld(t, 1)
 	w.put(1, 3)
 	leases := &failingSyncs{fakeLeases: &fakeLeases{d: 600 * time.Millisecond, positions: map[string]Position{}}}

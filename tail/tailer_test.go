@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -508,7 +509,9 @@ func TestShardFilterOverDeepHistory(t *testing.T) {
 }
 
 // Faults: throttling, expired iterators and 5xx lose and repeat nothing.
-func TestFaultsLoseNothing(t *testing.T) {
+func TestFaultsLoseNothing(t *testing.T) { synctest.Test(t, testFaultsLoseNothing) }
+
+func testFaultsLoseNothing(t *testing.T) {
 	w := newWorld(t, 2)
 	w.put(20, 100)
 	w.fake.SplitHalf("s", "shardId-000000000000")
@@ -548,6 +551,10 @@ func TestFaultsLoseNothing(t *testing.T) {
 // The pacer never lets more than 5 GetRecords attempts per second reach a
 // shard, retries included, even while catching up.
 func TestPacingNeverExceedsFivePerSecond(t *testing.T) {
+	synctest.Test(t, testPacingNeverExceedsFivePerSecond)
+}
+
+func testPacingNeverExceedsFivePerSecond(t *testing.T) {
 	w := newWorld(t, 2)
 	w.put(10, 400)
 	var mu sync.Mutex
@@ -719,7 +726,9 @@ func TestKeyFilterPrintsOnlyTheKey(t *testing.T) {
 }
 
 // A shard throttled for a long time gets one warning, and loses nothing.
-func TestThrottleWarning(t *testing.T) {
+func TestThrottleWarning(t *testing.T) { synctest.Test(t, testThrottleWarning) }
+
+func testThrottleWarning(t *testing.T) {
 	defer func(d time.Duration) { throttleWarnAfter = d }(throttleWarnAfter)
 	throttleWarnAfter = time.Nanosecond
 	w := newWorld(t, 1)

@@ -111,10 +111,15 @@ func (o *LocalOptions) run(ctx context.Context, f *Factory) error {
 		return fmt.Errorf("the fake Kinesis stopped: %w", err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// Calls in flight get a moment to finish; open subscriptions (which
+	// last up to five minutes) are cut after it.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
+	if err := srv.Shutdown(sctx); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		_ = srv.Close()
 	}
 	fmt.Fprintln(f.IO.ErrOut, "stopped")
 	return nil

@@ -105,6 +105,7 @@ func TestTailLeaseWorkers(t *testing.T) {
 	// A third worker: three open shards, one lease each once balanced.
 	start("c")
 	dc := dynamodb.New(d.ClientOptions())
+	const handing = " handing over" // not a worker id
 	owners := func() map[string]int {
 		ls, err := leases.Scan(context.Background(), dc, table)
 		if err != nil {
@@ -114,6 +115,11 @@ func TestTailLeaseWorkers(t *testing.T) {
 		for _, l := range ls {
 			if !l.Finished() {
 				n[l.Owner]++
+				if l.CheckpointOwner != "" {
+					// Being handed over (KCL 3): Owner is the taker, and
+					// CheckpointOwner still reads it until it hands off.
+					n[handing]++
+				}
 			}
 		}
 		return n
@@ -141,9 +147,9 @@ func TestTailLeaseWorkers(t *testing.T) {
 	waitFor(t, 60*time.Second, "every record from the live workers", func() bool { return delivered() >= w.total() })
 
 	// The live workers share the open shards' leases.
-	waitFor(t, 20*time.Second, "b and c to share the leases", func() bool {
+	waitFor(t, 20*time.Second, "b and c to share the leases, none of them still being handed over", func() bool {
 		n := owners()
-		return n["b"] > 0 && n["c"] > 0 && n["a"] == 0 && n[""] == 0
+		return n["b"] > 0 && n["c"] > 0 && n["a"] == 0 && n[""] == 0 && n[handing] == 0
 	})
 	// A last round, now that b and c hold the open shards between them:
 	// every open shard takes one of the keys, so each live worker prints

@@ -18,6 +18,6 @@
 //
 // Errors wrap one of the Err* sentinels and read as one sentence.
 //
-// Imports: the standard library, aws-sdk-go-v2 types and internal/awscall
-// only. Nothing in this package prints, reads flags or builds clients.
+// Imports: the standard library, aws-sdk-go-v2 types, internal/awscall
+// and internal/awserr only. Nothing in this package prints, reads flags or builds clients.
 package lineage

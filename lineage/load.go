@@ -2,7 +2,6 @@ package lineage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -10,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/awscall"
+	"github.com/kinesis-shards/kinesis-shards/internal/awserr"
 )
 
 // ShardLister is the one call Load needs; *kinesis.Client satisfies it.
@@ -46,8 +46,7 @@ func ListShards(ctx context.Context, api ShardLister, o ListOptions) ([]types.Sh
 	}
 	for restarts := 0; ; restarts++ {
 		shards, err := listAllPages(ctx, api, o)
-		var expired *types.ExpiredNextTokenException
-		if err != nil && errors.As(err, &expired) && restarts < maxRestarts && ctx.Err() == nil {
+		if err != nil && awserr.ExpiredToken(err) && restarts < maxRestarts && ctx.Err() == nil {
 			continue
 		}
 		return shards, err

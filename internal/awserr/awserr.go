@@ -79,8 +79,8 @@ var codes = map[string]Kind{
 
 	"LimitExceededException": LimitExceeded,
 
-	"ExpiredIteratorException":  ExpiredIterator,
-	"ExpiredNextTokenException": Invalid, // a ListShards token past its 300 s
+	"ExpiredIteratorException": ExpiredIterator,
+	codeExpiredNextToken:       Invalid, // a ListShards token past its 300 s: see ExpiredToken
 
 	// Transient: the server's failures.
 	"InternalFailure":              Transient,
@@ -220,3 +220,11 @@ func MayHaveTakenEffect(err error) bool {
 	var api smithy.APIError
 	return !errors.As(err, &api) || api.ErrorFault() == smithy.FaultServer
 }
+
+// codeExpiredNextToken is a ListShards NextToken older than its 300 s.
+const codeExpiredNextToken = "ExpiredNextTokenException"
+
+// ExpiredToken reports whether err is a paging token that outlived its
+// 300 s: a refusal of that request (Invalid, worded as such), but one a
+// listing mends by starting again from its first page.
+func ExpiredToken(err error) bool { return Classify(err).Code == codeExpiredNextToken }

@@ -131,3 +131,15 @@ func TestMayHaveTakenEffect(t *testing.T) {
 		}
 	}
 }
+
+func TestExpiredToken(t *testing.T) {
+	expired := &types.ExpiredNextTokenException{Message: aws.String("The timestamp of the token has expired.")}
+	if !ExpiredToken(fmt.Errorf("list shards (page 2): %w", expired)) || Of(expired) != Invalid {
+		t.Fatalf("ExpiredToken(%v) false, or kind %v", expired, Of(expired))
+	}
+	for _, err := range []error{&types.ExpiredIteratorException{}, &types.InvalidArgumentException{}, errors.New("x"), nil} {
+		if ExpiredToken(err) {
+			t.Errorf("ExpiredToken(%v) = true", err)
+		}
+	}
+}

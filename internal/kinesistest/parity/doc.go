@@ -11,6 +11,6 @@
 // It needs node and the emulators' npm packages (make test installs
 // them); without them it skips, saying why.
 //
-// Imports: internal/fake, internal/kinesistest/emulator, the SDK and the
-// standard library.
+// Imports: nothing outside its tests (which use internal/fake,
+// internal/kinesistest/emulator, the SDK and the standard library).
 package parity

@@ -20,7 +20,7 @@ import (
 // startDynalite starts a local DynamoDB for one test.
 func startDynalite(t *testing.T) *emulator.Dynalite {
 	t.Helper()
-	if err := emulator.Available(emulator.Kinesalite); err != nil {
+	if err := emulator.DynamoAvailable(); err != nil {
 		if emulator.InCI() {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	if emulator.FuzzWorker() {
 		os.Exit(m.Run())
 	}
-	if e := emulator.Available(emulator.Kinesalite); e == nil {
+	if e := emulator.DynamoAvailable(); e == nil {
 		dyn, err = emulator.StartDynalite(context.Background())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "leases:", err)

@@ -6,5 +6,6 @@
 // MemTable is an in-memory DynamoDB for tests and benchmarks of the lease
 // worker that need no emulator (latency, hung and failing calls).
 //
-// Imports: the DynamoDB SDK and the standard library.
+// Imports: internal/fake/dynamo (MemTable), the DynamoDB SDK and the
+// standard library.
 package leasestest

@@ -14,7 +14,7 @@ LDFLAGS  := -s -w -X $(PKG)/cmd.version=$(VERSION) -X $(PKG)/cmd.commit=$(COMMIT
 TEST_TIMEOUT ?= 30m
 FUZZTIME ?= 30s
 
-.PHONY: all build test test-kinesalite lint fmt vet fuzz bench demo emulator clean docs release-check soak
+.PHONY: all build test test-kinesalite test-kinesis-mock lint fmt vet fuzz bench demo emulator clean docs release-check soak
 
 GORELEASER ?= $(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1
 # Pinned, through go run: fetched once from the module proxy, then built
@@ -34,15 +34,23 @@ $(EMU_MARK): $(EMU_DIR)/package.json $(EMU_DIR)/package-lock.json
 	cd $(EMU_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-# Every test, against kinesis-mock started by the test harness.
-test: emulator
+# Every test. The commands run against the tool's own fake Kinesis (and
+# fake DynamoDB), served by each test binary on a loopback port, so only Go
+# is needed; the parity suite compares the fake with kinesis-mock and
+# kinesalite, which is what the npm packages are installed for.
+test:
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory emulator; \
+	else echo "npm not found: the parity suite will skip (every other test needs only Go)"; fi
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 
-# The same tests against kinesalite (tests skip what it cannot do).
-# KINESALITE_PKGS narrows them (CI: the packages that talk to an emulator).
-KINESALITE_PKGS ?= ./...
+# The tests that talk to an emulator, against kinesis-mock or kinesalite
+# instead of the fake (tests skip what a backend cannot do). EMULATOR_PKGS
+# narrows them (CI: kinesalite on the packages that talk to an emulator).
+EMULATOR_PKGS ?= ./...
 test-kinesalite: emulator
-	KINESIS_SHARDS_TEST_BACKEND=kinesalite $(GO) test -timeout $(TEST_TIMEOUT) $(KINESALITE_PKGS)
+	KINESIS_SHARDS_TEST_BACKEND=kinesalite $(GO) test -timeout $(TEST_TIMEOUT) $(EMULATOR_PKGS)
+test-kinesis-mock: emulator
+	KINESIS_SHARDS_TEST_BACKEND=kinesis-mock $(GO) test -timeout $(TEST_TIMEOUT) $(EMULATOR_PKGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

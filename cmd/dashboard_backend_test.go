@@ -104,6 +104,10 @@ func TestDashboardBackend(t *testing.T) {
 	}
 	store.Close()
 	b.lag = lagSource(cp, "", "", nil)
+	// A second later, the first unread record of every shard is a
+	// second old: that is how far behind the tip each read is.
+	later := recs[len(recs)-1].Arrival.Add(time.Second)
+	api.Now = func() time.Time { return later }
 	for _, measure := range []bool{true, false} {
 		r, err := b.Lag(ctx, ref, g, sum, measure)
 		if err != nil {
@@ -116,8 +120,12 @@ func TestDashboardBackend(t *testing.T) {
 				got[sl.ShardID] += " " + strconv.FormatInt(*sl.MillisBehindLatest, 10)
 			}
 		}
-		// The fake answers 1000 while records follow the one returned.
-		want := map[string]string{shard0: "reading 1000", "shardId-000000000001": "finished", "shardId-000000000002": "not-started 1000", "shardId-000000000003": "not-started 1000"}
+		// The fake answers the age of the first record left unread.
+		age := func(shard string, i int) string {
+			return strconv.FormatInt(later.Sub(api.ShardRecords("orders", shard)[i].Arrival).Milliseconds(), 10)
+		}
+		want := map[string]string{shard0: "reading " + age(shard0, 1), "shardId-000000000001": "finished",
+			"shardId-000000000002": "not-started " + age("shardId-000000000002", 0), "shardId-000000000003": "not-started " + age("shardId-000000000003", 0)}
 		if !measure {
 			want = map[string]string{shard0: "reading", "shardId-000000000001": "finished", "shardId-000000000002": "not-started", "shardId-000000000003": "not-started"}
 		}

@@ -268,6 +268,10 @@ func TestFlagUsageErrors(t *testing.T) {
 		{args: []string{"local", "--shard-limit", "-3"}, msg: "--shard-limit must be at least 1"},
 		{args: []string{"local", "--host", ""}, msg: "--host needs an address (127.0.0.1 for this machine only)"},
 		{args: []string{"local", "--state-delay", "-2s"}, msg: "--state-delay must not be negative"},
+		{args: []string{"local", "--faults", "throttle=0.5,throttle=0.1"}, msg: `--faults: "throttle=0.1": throttle is given twice`},
+		{args: []string{"local", "--faults", "throttle:Nope=0.5"}, msg: `--faults: "throttle:Nope=0.5": "Nope" is not an operation this fake Kinesis serves`},
+		{args: []string{"local", "--max-bytes", "1TB"}, msg: `--max-bytes: "1TB" is not a size`},
+		{args: []string{"local", "--retention", "0s"}, msg: "--retention must be from 1m to 8760h, not 0s"},
 		{args: []string{"hot"}, msg: "kinesis-shards hot takes STREAM (got 0 argument(s))"},
 		{args: []string{"hot", "orders", "-o", "yaml"}, msg: `unknown output format "yaml": use one of table, json`},
 		{args: []string{"hot", "orders", "--window", "0"}, msg: "--window must be positive"},
@@ -337,12 +341,28 @@ func TestFlagOptions(t *testing.T) {
 	key, _ := lineage.ParseHashKey("255211775190703847597530955573826158592")
 	cases := []flagOK{
 		{[]string{"local"}, false, func(t *testing.T, o any) {
-			if l := as[*LocalOptions](t, o); l.Host != "127.0.0.1" || l.Port != 4567 || l.ShardLimit != 500 || l.StateDelay != 0 || !l.Quotas {
+			if l := as[*LocalOptions](t, o); l.Host != "127.0.0.1" || l.Port != 4567 || l.ShardLimit != 500 || l.StateDelay != 0 || !l.Quotas ||
+				l.Faults != "" || l.faults != nil || l.MaxBytes != 1<<30 || l.Retention != 24*time.Hour {
 				t.Errorf("%+v", l)
 			}
 		}},
 		{[]string{"local", "--host", "0.0.0.0", "--port", "0", "--shard-limit", "20", "--state-delay", "2s", "--quotas=false"}, false, func(t *testing.T, o any) {
 			if l := as[*LocalOptions](t, o); l.Host != "0.0.0.0" || l.Port != 0 || l.ShardLimit != 20 || l.StateDelay != 2*time.Second || l.Quotas {
+				t.Errorf("%+v", l)
+			}
+		}},
+		{[]string{"local", "--faults", "throttle=0.2,error=0.01,expire:GetRecords=0.05,seed=1", "--max-bytes", "64MiB", "--retention", "1h"}, false, func(t *testing.T, o any) {
+			if l := as[*LocalOptions](t, o); l.faults == nil || l.MaxBytes != 64<<20 || l.Retention != time.Hour {
+				t.Errorf("%+v", l)
+			}
+		}},
+		{[]string{"local", "--max-bytes", "0"}, false, func(t *testing.T, o any) {
+			if l := as[*LocalOptions](t, o); l.MaxBytes != 0 {
+				t.Errorf("%+v", l)
+			}
+		}},
+		{[]string{"local", "--max-bytes", "1073741824"}, false, func(t *testing.T, o any) {
+			if l := as[*LocalOptions](t, o); l.MaxBytes != 1<<30 {
 				t.Errorf("%+v", l)
 			}
 		}},

@@ -110,7 +110,7 @@ func TestLagCheckpointFromPartialTail(t *testing.T) {
 	if !e.Caps.Reshard {
 		t.Skipf("%s cannot reshard", e.Backend)
 	}
-	if e.Backend != emulator.KinesisMock {
+	if !e.Caps.MillisBehind {
 		t.Skipf("%s answers MillisBehindLatest 0 always", e.Backend)
 	}
 	c := e.Client(t)
@@ -201,7 +201,7 @@ func TestLagCheckpointFromPartialTail(t *testing.T) {
 // written since are its lag.
 func TestLagTailLeaseTable(t *testing.T) {
 	e := emulator.Require(t)
-	if e.Backend != emulator.KinesisMock {
+	if !e.Caps.MillisBehind {
 		t.Skipf("%s answers MillisBehindLatest 0 always", e.Backend)
 	}
 	d := startDynalite(t)
@@ -318,7 +318,7 @@ func TestLagKCLTable(t *testing.T) {
 
 	doc := parseLag(t, runCLIWithDynamo(t, d, "lag", stream, "--kcl-table", table, "-o", "json"))
 	behind := ">0"
-	if e.Backend != emulator.KinesisMock {
+	if !e.Caps.MillisBehind {
 		behind = "0" // kinesalite answers 0 always
 	}
 	checkStanding(t, "KCL table", doc.standing(), map[string]string{

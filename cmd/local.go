@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kinesis-shards/kinesis-shards/internal/fake"
+	"github.com/kinesis-shards/kinesis-shards/internal/text"
 )
 
 // LocalOptions are the inputs of `local`.
@@ -21,13 +24,22 @@ type LocalOptions struct {
 	ShardLimit int
 	StateDelay time.Duration
 	Quotas     bool
+	// Faults is --faults as given ("" for none); faults is it parsed.
+	Faults string
+	faults *fake.Faults
+	// MaxBytesText is --max-bytes as given; MaxBytes is it in bytes (0:
+	// no bound).
+	MaxBytesText string
+	MaxBytes     int64
+	// Retention is the retention period of new streams.
+	Retention time.Duration
 
 	// ready, for tests: called with the address once the server listens.
 	ready func(addr string)
 }
 
 func newLocalCmd(f *Factory, runF func(*LocalOptions) error) *cobra.Command {
-	opts := &LocalOptions{Host: "127.0.0.1", Port: 4567, ShardLimit: 500, Quotas: true}
+	opts := &LocalOptions{Host: "127.0.0.1", Port: 4567, ShardLimit: 500, Quotas: true, MaxBytesText: "1GiB", Retention: 24 * time.Hour}
 	c := &cobra.Command{
 		Use:   "local",
 		Short: "Serve an in-memory Kinesis on a port, for trying the tool and testing consumers",
@@ -45,14 +57,36 @@ on stdout; stop it with Ctrl-C. Nothing is kept after it stops.
 
 It listens on 127.0.0.1 unless --host says otherwise; it accepts any
 credentials and any signature, so it says so on stderr when it listens on
-another address. It does not serve tags, encryption, stream mode or
-retention changes: those calls get UnknownOperationException.
+another address. It does not serve tags, encryption or stream mode
+changes: those calls get UnknownOperationException.
 
 --state-delay keeps a new stream CREATING, a resharded one UPDATING and a
 deleted one DELETING that long, as the service does for some seconds
-(default 0: every change is instant).`,
+(default 0: every change is instant).
+
+Records are kept for their stream's retention period, then trimmed as the
+service trims them: TRIM_HORIZON starts after them, and a closed shard
+leaves ListShards once it closed longer ago than the period. New streams
+get --retention (24h, the service's; shorter, to practise with trimmed
+data soon); IncreaseStreamRetentionPeriod and
+DecreaseStreamRetentionPeriod change it as on the service (24 to 8760
+hours). --max-bytes bounds the records kept in memory (data and partition
+keys, every stream together): over it, the oldest records of all go
+first, as if they had aged out, and stderr says so the first time.
+
+--faults answers a share of the calls with errors instead, to practise how
+a client takes them; a faulted call changes nothing. It is a list
+separated by commas of KIND=P, each with a probability P (more than 0, at
+most 1): throttle (ProvisionedThroughputExceededException on GetRecords,
+GetShardIterator, PutRecord and PutRecords, LimitExceededException on the
+other calls), error (500 InternalFailure, on any call) and expire
+(ExpiredIteratorException on GetRecords). KIND:OPERATION=P sets one
+operation's probability (throttle:GetRecords=0.5), and seed=N draws the
+same faults on every run.`,
 		Example: `  kinesis-shards local
   kinesis-shards local --port 4568 --shard-limit 50 --state-delay 2s
+  kinesis-shards local --faults throttle=0.2,error=0.01,expire=0.05,seed=1
+  kinesis-shards local --retention 1h --max-bytes 64MiB
   # in another shell, with the lines it printed:
   export AWS_ENDPOINT_URL_KINESIS=http://127.0.0.1:4567 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
   kinesis-shards create orders --shards 2 --yes`,
@@ -65,6 +99,9 @@ deleted one DELETING that long, as the service does for some seconds
 	fl.IntVar(&opts.ShardLimit, "shard-limit", opts.ShardLimit, "the account's shard quota: open shards of every stream together")
 	fl.DurationVar(&opts.StateDelay, "state-delay", 0, "how long a stream stays CREATING, UPDATING or DELETING after a change")
 	fl.BoolVar(&opts.Quotas, "quotas", opts.Quotas, "throttle what goes over each shard's read and write quotas, and expire iterators after five minutes (--quotas=false serves every call)")
+	fl.StringVar(&opts.Faults, "faults", "", "answer a share of the calls with errors: throttle=P, error=P, expire=P, KIND:OPERATION=P, seed=N, separated by commas")
+	fl.StringVar(&opts.MaxBytesText, "max-bytes", opts.MaxBytesText, "bound on the records kept in memory, every stream together (64MiB, 1GiB; 0: no bound): over it, the oldest are trimmed")
+	fl.DurationVar(&opts.Retention, "retention", opts.Retention, "retention period of new streams (1m to 8760h): older records are trimmed")
 	return c
 }
 
@@ -80,13 +117,51 @@ func (o *LocalOptions) validate() error {
 		return usageErrorf("--state-delay must not be negative")
 	case o.Host == "":
 		return usageErrorf("--host needs an address (127.0.0.1 for this machine only)")
+	case o.Retention < time.Minute || o.Retention > 8760*time.Hour:
+		return usageErrorf("--retention must be from 1m to 8760h, not %s", o.Retention)
+	}
+	n, err := parseByteSize(o.MaxBytesText)
+	switch {
+	case err != nil:
+		return usageErrorf("--max-bytes: %v", err)
+	case n > 0 && n < 1<<20:
+		return usageErrorf("--max-bytes %s is less than 1MiB, the size of the largest record: use at least 1MiB, or 0 for no bound", o.MaxBytesText)
+	}
+	o.MaxBytes = n
+	if o.Faults != "" {
+		fs, err := fake.ParseFaults(o.Faults)
+		if err != nil {
+			return usageErrorf("--faults: %v", err)
+		}
+		o.faults = fs
 	}
 	return nil
+}
+
+// parseByteSize reads a size: a number of bytes, or of KiB, MiB or GiB.
+func parseByteSize(s string) (int64, error) {
+	num, unit := s, ""
+	if i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' }); i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	mult, ok := map[string]float64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil {
+		return 0, fmt.Errorf("%q is not a size: give bytes, or KiB, MiB or GiB (64MiB, 1GiB)", s)
+	}
+	if v*mult > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%q is more than this machine has: use 0 for no bound", s)
+	}
+	return int64(v * mult), nil
 }
 
 func (o *LocalOptions) run(ctx context.Context, f *Factory) error {
 	svc := fake.New()
 	svc.ShardLimit, svc.StateDelay, svc.Quotas = o.ShardLimit, o.StateDelay, o.Quotas
+	svc.Faults, svc.MaxBytes, svc.Retention = o.faults, o.MaxBytes, o.Retention
+	svc.OnMaxBytes = func() {
+		fmt.Fprintf(f.IO.ErrOut, "the records kept reached --max-bytes (%s): the oldest are trimmed from now on, as if they had aged out\n", text.Bytes(float64(o.MaxBytes)))
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), err)
@@ -97,6 +172,9 @@ func (o *LocalOptions) run(ctx context.Context, f *Factory) error {
 		fmt.Fprintf(f.IO.ErrOut, "warning: listening on %s, which other machines may reach: this fake Kinesis accepts any credentials\n", ln.Addr())
 	}
 	fmt.Fprintf(f.IO.ErrOut, "a fake Kinesis (in memory) is serving on %s; Ctrl-C stops it\n", url)
+	if o.faults != nil {
+		fmt.Fprintf(f.IO.ErrOut, "faults: %s (a share of the calls get these errors instead of answers)\n", o.Faults)
+	}
 	for _, l := range []string{"AWS_ENDPOINT_URL_KINESIS=" + url, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"} {
 		fmt.Fprintln(f.IO.Out, "export "+l)
 	}

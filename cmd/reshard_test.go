@@ -523,7 +523,7 @@ func TestReshardRefusesOnDemand(t *testing.T) {
 // multi-step plan waits for ACTIVE between its calls.
 func TestReshardWhileUpdating(t *testing.T) {
 	shared := emulator.Require(t)
-	if shared.PID == 0 || !shared.Caps.TimedStates || !shared.Caps.Reshard {
+	if shared.Attached() || !shared.Caps.TimedStates || !shared.Caps.Reshard {
 		t.Skip("needs an emulator the harness starts, with timed states")
 	}
 	ctx := context.Background()
@@ -575,7 +575,7 @@ func TestReshardWhileUpdating(t *testing.T) {
 // stay where both agree.
 func TestReshardRespectsShardQuota(t *testing.T) {
 	shared := emulator.Require(t)
-	if shared.PID == 0 || !shared.Caps.DescribeLimits || !shared.Caps.ShardLimit || !shared.Caps.Reshard {
+	if shared.Attached() || !shared.Caps.DescribeLimits || !shared.Caps.ShardLimit || !shared.Caps.Reshard {
 		t.Skip("needs an emulator the harness starts, with DescribeLimits and a shard limit")
 	}
 	e, err := emulator.Start(context.Background(), emulator.Options{Backend: shared.Backend, ShardLimit: 6, StateDuration: -1})
@@ -624,8 +624,12 @@ func TestReshardRespectsShardQuota(t *testing.T) {
 	rsOK(t, runCLI(t, e.Endpoint, "", "merge", name, open[0], open[1], "--yes"))
 
 	// DescribeLimits throttled: the plan goes ahead with a note, and the
-	// service's own limit (kinesis-mock's, counting closed shards) refuses
-	// the call; nothing changes.
+	// service's own limit refuses the call; nothing changes. kinesis-mock
+	// counts the closed shards and is full already; AWS and the fake count
+	// open ones (5 of 6 here), so another stream fills the quota first.
+	if e.Backend != emulator.KinesisMock {
+		e.CreateStream(t, c, name+"-fill", 1)
+	}
 	in := faults.New(1, faults.Rule{Op: "DescribeLimits", Kind: faults.LimitExceeded})
 	p := in.Proxy(t, e.Endpoint)
 	before = rsListing(t, c, name)

@@ -45,6 +45,7 @@ func (f *Fake) settle(s *Stream) bool {
 // transition puts a stream in status st for StateDelay (then ACTIVE, or
 // gone after DELETING); with no delay, at once. Called under the lock.
 func (f *Fake) transition(s *Stream, st types.StreamStatus) {
+	s.noteClosed(f.now())
 	if f.StateDelay <= 0 {
 		if st == types.StreamStatusDeleting {
 			delete(f.streams, s.Name)
@@ -83,7 +84,7 @@ func (f *Fake) CreateStream(ctx context.Context, in *kinesis.CreateStreamInput, 
 		return nil, &types.ResourceInUseException{Message: aws.String(fmt.Sprintf("Stream %s under account 123456789012 already exists.", name))}
 	}
 	if open := f.openTotal(); open+n > f.shardLimit() {
-		return nil, &types.LimitExceededException{Message: aws.String(fmt.Sprintf("This request would exceed the shard limit for the account 123456789012 in us-east-1. Current shard count for the account: %d. Limit: %d. Number of additional shards that would have resulted from this request: %d.", open, f.shardLimit(), n))}
+		return nil, shardLimitExceeded(open, f.shardLimit(), n)
 	}
 	s := f.addStream(name, n, f.now())
 	if onDemand {
@@ -91,6 +92,13 @@ func (f *Fake) CreateStream(ctx context.Context, in *kinesis.CreateStreamInput, 
 	}
 	f.transition(s, types.StreamStatusCreating)
 	return &kinesis.CreateStreamOutput{}, nil
+}
+
+// shardLimitExceeded is the service's refusal of a change that would open
+// more shards than the account's quota (CreateStream, SplitShard,
+// UpdateShardCount alike).
+func shardLimitExceeded(open, limit, more int) error {
+	return &types.LimitExceededException{Message: aws.String(fmt.Sprintf("This request would exceed the shard limit for the account 123456789012 in us-east-1. Current shard count for the account: %d. Limit: %d. Number of additional shards that would have resulted from this request: %d.", open, limit, more))}
 }
 
 // DeleteStream implements the SDK call: DELETING for StateDelay, then gone.

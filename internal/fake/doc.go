@@ -25,8 +25,18 @@
 // Enhanced fan-out is served too: consumers (CREATING and DELETING for
 // StateDelay, 20 a stream) and SubscribeToShard's event stream, one
 // subscription per consumer and shard, ending at the shard's end with its
-// children or after five minutes. Not served yet: retention trimming by
-// age; tests that need it trim by hand (Trim).
+// children or after five minutes.
+//
+// Retention is kept as the service keeps it: records older than their
+// stream's period (24 hours, or Retention for new streams; the retention
+// calls change it) are trimmed, lazily, by the fake's clock (Now), so
+// TRIM_HORIZON starts after them and a closed shard leaves ListShards once
+// it closed longer ago than the period; tests move Now instead of waiting,
+// or take a shard out at once with Trim. MaxBytes bounds the records kept,
+// trimming the oldest of the service first, as if they had aged out.
+// Faults answers a share of the calls with throttles, failures or expired
+// iterators, in the service's shape, to practise a client's handling of
+// them.
 //
 // Imports: the SDK (its Kinesis types and schemas, smithy's AWS JSON
 // protocol) and the standard library.

@@ -52,11 +52,28 @@ type Fake struct {
 	// UPDATING after a reshard and DELETING after DeleteStream (0: every
 	// change is instant).
 	StateDelay time.Duration
+	// Faults, when set, answers a share of the calls with faults instead
+	// of serving them (ParseFaults).
+	Faults *Faults
+	// Retention is the retention period of the streams created from now
+	// on (0: 24 hours, what the service gives every new stream). Records
+	// older than their stream's period, by Now, are trimmed.
+	Retention time.Duration
+	// MaxBytes bounds the records kept (data and keys, every stream
+	// together): over it, the oldest records of the service are trimmed
+	// first, as if they had aged out. 0: no bound.
+	MaxBytes int64
+	// OnMaxBytes, when set, is called the first time MaxBytes trims, under
+	// the fake's lock (it must not call the fake).
+	OnMaxBytes func()
 
 	calls    map[string]int
 	getCalls map[string][]time.Time // GetRecords attempts per shard
 	// subscribed: the open subscriptions, by consumer ARN and shard.
 	subscribed map[string]bool
+
+	stored      int64 // bytes of the records kept (see trimToSize)
+	maxBytesHit bool
 }
 
 // Stream is one fake stream. Fields are read under the Fake's lock.
@@ -73,6 +90,7 @@ type Stream struct {
 	// (StateDelay; zero: none pending).
 	settleAt  time.Time
 	consumers map[string]*consumer // by name
+	keeping
 }
 
 // Shard is one fake shard.
@@ -83,11 +101,12 @@ type Shard struct {
 	Start    *big.Int
 	End      *big.Int
 	Closed   bool
-	Trimmed  bool // gone from listings (retention)
-	Records  []Rec
+	Trimmed  bool  // gone from listings (retention)
+	Records  []Rec // the records kept: retention and MaxBytes trim the oldest
 	startSeq string
 	endSeq   string
 	quota    shardQuota // with Fake.Quotas
+	trimState
 }
 
 // Rec is one stored record.
@@ -116,8 +135,11 @@ func (f *Fake) now() time.Time {
 func (f *Fake) call(op string, in any) error {
 	f.mu.Lock()
 	f.calls[op]++
-	hook := f.Hook
+	hook, faults := f.Hook, f.Faults
 	f.mu.Unlock()
+	if err := faults.fault(op); err != nil {
+		return err
+	}
 	if hook != nil {
 		return hook(op, in)
 	}
@@ -162,6 +184,7 @@ func (f *Fake) addStream(name string, n int, created time.Time) *Stream {
 	s := &Stream{Name: name, ARN: "arn:aws:kinesis:us-east-1:123456789012:stream/" + name,
 		Created: created, Status: types.StreamStatusActive,
 		nextSeq: firstSeq()}
+	s.retention = f.newRetention()
 	step := new(big.Int).Div(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(int64(n)))
 	for i := range n {
 		start := new(big.Int).Mul(step, big.NewInt(int64(i)))
@@ -206,6 +229,7 @@ func (f *Fake) stream(name, arn *string) (*Stream, error) {
 	if s == nil || !f.settle(s) {
 		return nil, &types.ResourceNotFoundException{Message: aws.String("Stream " + n + " under account 123456789012 not found.")}
 	}
+	f.trimAged(s)
 	return s, nil
 }
 
@@ -234,6 +258,7 @@ func (f *Fake) put(s *Stream, pk string, data []byte, h *big.Int) (string, strin
 		if !sh.Closed && !sh.Trimmed && sh.Start.Cmp(h) <= 0 && h.Cmp(sh.End) <= 0 {
 			seq := s.seq()
 			sh.Records = append(sh.Records, Rec{Seq: seq, PartitionKey: pk, Data: slices.Clone(data), Arrival: f.now()})
+			f.storedRecord(s, sh.Records[len(sh.Records)-1])
 			return sh.ID, seq
 		}
 	}
@@ -252,6 +277,7 @@ func (f *Fake) Split(stream, shard string, k *big.Int) (lower, upper string) {
 	p.Closed, p.endSeq = true, s.seq()
 	a := s.addShard(p.ID, "", p.Start, new(big.Int).Sub(k, big.NewInt(1)))
 	b := s.addShard(p.ID, "", k, p.End)
+	s.noteClosed(f.now())
 	return a.ID, b.ID
 }
 
@@ -276,7 +302,9 @@ func (f *Fake) Merge(stream, lower, upper string) string {
 	}
 	a.Closed, a.endSeq = true, s.seq()
 	b.Closed, b.endSeq = true, s.seq()
-	return s.addShard(a.ID, b.ID, a.Start, b.End).ID
+	c := s.addShard(a.ID, b.ID, a.Start, b.End)
+	s.noteClosed(f.now())
+	return c.ID
 }
 
 // Trim removes a closed shard from listings, as retention does.
@@ -353,7 +381,7 @@ func (f *Fake) DescribeStreamSummary(ctx context.Context, in *kinesis.DescribeSt
 	}
 	return &kinesis.DescribeStreamSummaryOutput{StreamDescriptionSummary: &types.StreamDescriptionSummary{
 		StreamName: aws.String(s.Name), StreamARN: aws.String(s.ARN), StreamStatus: s.Status,
-		StreamCreationTimestamp: aws.Time(s.Created), OpenShardCount: aws.Int32(int32(s.openCount())), RetentionPeriodHours: aws.Int32(24),
+		StreamCreationTimestamp: aws.Time(s.Created), OpenShardCount: aws.Int32(int32(s.openCount())), RetentionPeriodHours: aws.Int32(s.retentionHours()),
 		StreamModeDetails: &types.StreamModeDetails{StreamMode: s.mode()},
 	}}, nil
 }
@@ -386,27 +414,24 @@ func (f *Fake) ListShards(ctx context.Context, in *kinesis.ListShardsInput, _ ..
 		offset int
 		err    error
 	)
+	filter := in.ShardFilter
 	if in.NextToken != nil {
 		if in.StreamName != nil || in.StreamARN != nil || in.ShardFilter != nil || in.ExclusiveStartShardId != nil || in.StreamCreationTimestamp != nil {
 			return nil, &types.InvalidArgumentException{Message: aws.String("NextToken and StreamName cannot be provided together.")}
 		}
-		parts := strings.Split(*in.NextToken, "|")
-		if len(parts) != 3 || parts[0] != "tok" {
+		var ok bool
+		if s, offset, filter, ok = f.parseListToken(*in.NextToken); !ok {
 			return nil, &types.InvalidArgumentException{Message: aws.String("Invalid NextToken.")}
 		}
-		s = f.streams[parts[1]]
-		offset, _ = strconv.Atoi(parts[2])
 		if s == nil {
 			return nil, &types.ResourceNotFoundException{Message: aws.String("stream gone")}
 		}
 	} else if s, err = f.stream(in.StreamName, in.StreamARN); err != nil {
 		return nil, err
 	}
-	var listed []*Shard
-	for _, sh := range s.shards {
-		if !sh.Trimmed {
-			listed = append(listed, sh)
-		}
+	keep, err := s.shardFilter(filter, in.ExclusiveStartShardId)
+	if err != nil {
+		return nil, err
 	}
 	page := 1000
 	if f.PageSize > 0 {
@@ -415,13 +440,18 @@ func (f *Fake) ListShards(ctx context.Context, in *kinesis.ListShardsInput, _ ..
 	if in.MaxResults != nil && int(*in.MaxResults) < page {
 		page = int(*in.MaxResults)
 	}
-	end := min(offset+page, len(listed))
+	// The token's offset counts every shard, listed or trimmed, so that a
+	// shard retention takes out between two pages moves no other one.
 	out := &kinesis.ListShardsOutput{}
-	for _, sh := range listed[offset:end] {
-		out.Shards = append(out.Shards, sh.toType())
-	}
-	if end < len(listed) {
-		out.NextToken = aws.String(fmt.Sprintf("tok|%s|%d", s.Name, end))
+	for i := offset; i < len(s.shards); i++ {
+		if s.shards[i].Trimmed || !keep(s.shards[i]) {
+			continue
+		}
+		if len(out.Shards) == page {
+			out.NextToken = aws.String(listToken(s.Name, i, filter))
+			break
+		}
+		out.Shards = append(out.Shards, s.shards[i].toType())
 	}
 	return out, nil
 }
@@ -462,16 +492,16 @@ func (f *Fake) GetShardIterator(ctx context.Context, in *kinesis.GetShardIterato
 func (sh *Shard) startIndex(typ types.ShardIteratorType, seq string, ts time.Time) (int, error) {
 	switch typ {
 	case types.ShardIteratorTypeTrimHorizon:
-		return 0, nil
+		return sh.gone, nil
 	case types.ShardIteratorTypeLatest:
-		return len(sh.Records), nil
+		return sh.gone + len(sh.Records), nil
 	case types.ShardIteratorTypeAtTimestamp:
 		for i, r := range sh.Records {
 			if !r.Arrival.Before(ts) {
-				return i, nil
+				return sh.gone + i, nil
 			}
 		}
-		return len(sh.Records), nil
+		return sh.gone + len(sh.Records), nil
 	case types.ShardIteratorTypeAtSequenceNumber, types.ShardIteratorTypeAfterSequenceNumber:
 		found := -1
 		for i, r := range sh.Records {
@@ -479,13 +509,16 @@ func (sh *Shard) startIndex(typ types.ShardIteratorType, seq string, ts time.Tim
 				found = i
 			}
 		}
+		if found < 0 && sh.trimmedSeq(seq) {
+			return sh.gone, nil // trimmed: the service reads on from the oldest record kept
+		}
 		if found < 0 {
 			return 0, &types.InvalidArgumentException{Message: aws.String("Invalid StartingSequenceNumber. It encodes another shard or stream.")}
 		}
 		if typ == types.ShardIteratorTypeAfterSequenceNumber {
 			found++
 		}
-		return found, nil
+		return sh.gone + found, nil
 	}
 	return 0, &types.InvalidArgumentException{Message: aws.String("bad iterator type")}
 }
@@ -517,6 +550,7 @@ func (f *Fake) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, _ ..
 	if s == nil {
 		return nil, &types.ResourceNotFoundException{Message: aws.String("stream gone")}
 	}
+	f.trimAged(s)
 	sh := s.shard(parts[2])
 	if sh == nil || sh.Trimmed {
 		return nil, &types.ResourceNotFoundException{Message: aws.String("shard gone")}
@@ -526,7 +560,10 @@ func (f *Fake) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, _ ..
 			return nil, err
 		}
 	}
+	// The iterator counts trimmed records too; one whose position has been
+	// trimmed since reads on from the oldest record kept, as on the service.
 	idx, _ := strconv.Atoi(parts[3])
+	idx, base := max(idx-sh.gone, 0), sh.gone
 	pendingEnd := parts[4] == "true"
 	limit := 10000
 	if in.Limit != nil {
@@ -538,21 +575,23 @@ func (f *Fake) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, _ ..
 		out.Records = append(out.Records, types.Record{SequenceNumber: aws.String(r.Seq), PartitionKey: aws.String(r.PartitionKey),
 			Data: slices.Clone(r.Data), ApproximateArrivalTimestamp: aws.Time(r.Arrival)})
 	}
+	// How far the answer is from the stream's tip: the age of the first
+	// record it leaves unread, at least 1 ms while any is left.
 	behind := int64(0)
 	if end < len(sh.Records) {
-		behind = 1000
+		behind = max(1, f.now().Sub(sh.Records[end].Arrival).Milliseconds())
 	}
 	out.MillisBehindLatest = aws.Int64(behind)
 	atEnd := sh.Closed && end == len(sh.Records) && !f.NeverEnd
 	switch {
 	case atEnd && f.KinesaliteEnd && !pendingEnd && len(out.Records) > 0:
-		out.NextShardIterator = f.iterator(s.Name, sh.ID, end, true)
+		out.NextShardIterator = f.iterator(s.Name, sh.ID, base+end, true)
 	case atEnd:
 		if !f.NoChildShards && !f.KinesaliteEnd {
 			out.ChildShards = s.children(sh.ID)
 		}
 	default:
-		out.NextShardIterator = f.iterator(s.Name, sh.ID, end, false)
+		out.NextShardIterator = f.iterator(s.Name, sh.ID, base+end, false)
 	}
 	if f.Quotas {
 		f.readAnswered(sh, out.Records)

@@ -32,6 +32,9 @@ type ShardRead struct {
 }
 
 // ReadShard returns at most limit records of a shard from index idx on.
+// Indices count the records retention or MaxBytes trimmed too: a reader
+// whose index has been trimmed since gets no records, Behind, and the last
+// record trimmed as LastSeq (a subscription continues after it).
 func (f *Fake) ReadShard(stream, shard string, idx, limit int) ShardRead {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -39,13 +42,17 @@ func (f *Fake) ReadShard(stream, shard string, idx, limit int) ShardRead {
 	if s == nil {
 		return ShardRead{}
 	}
+	f.trimAged(s)
 	sh := s.shard(shard)
 	if sh == nil || sh.Trimmed {
 		return ShardRead{}
 	}
-	idx = min(max(idx, 0), len(sh.Records))
+	if idx = max(idx, 0); idx < sh.gone {
+		return ShardRead{Listed: true, Behind: true, Closed: sh.Closed, StartSeq: sh.startSeq, LastSeq: sh.goneSeq}
+	}
+	idx = min(idx-sh.gone, len(sh.Records))
 	end := min(idx+limit, len(sh.Records))
-	r := ShardRead{Listed: true, Behind: end < len(sh.Records), Closed: sh.Closed, StartSeq: sh.startSeq}
+	r := ShardRead{Listed: true, Behind: end < len(sh.Records), Closed: sh.Closed, StartSeq: sh.startSeq, LastSeq: sh.goneSeq}
 	for _, rec := range sh.Records[idx:end] {
 		rec.Data = slices.Clone(rec.Data)
 		r.Records = append(r.Records, rec)
@@ -70,6 +77,7 @@ func (f *Fake) StartIndex(stream, shard string, typ types.ShardIteratorType, seq
 	if s == nil {
 		return 0, false, nil
 	}
+	f.trimAged(s)
 	sh := s.shard(shard)
 	if sh == nil || sh.Trimmed {
 		return 0, false, nil

@@ -94,6 +94,9 @@ func (f *Fake) SplitShard(ctx context.Context, in *kinesis.SplitShardInput, _ ..
 	if k.Cmp(lo) < 0 || k.Cmp(hi) > 0 {
 		return nil, invalidArg("NewStartingHashKey %s used in SplitShard() on shard %s in stream %s under account 123456789012 is not both greater than one plus the shard's StartingHashKey %s and less than the shard's EndingHashKey %s.", ks, p.ID, s.Name, p.Start, p.End)
 	}
+	if open := f.openTotal(); open+1 > f.shardLimit() {
+		return nil, shardLimitExceeded(open, f.shardLimit(), 1)
+	}
 	p.Closed, p.endSeq = true, s.seq()
 	s.addShard(p.ID, "", p.Start, new(big.Int).Sub(k, big.NewInt(1)))
 	s.addShard(p.ID, "", k, p.End)
@@ -157,6 +160,9 @@ func (f *Fake) UpdateShardCount(ctx context.Context, in *kinesis.UpdateShardCoun
 	}
 	if in.ScalingType != types.ScalingTypeUniformScaling {
 		return nil, invalidArg("ScalingType must be UNIFORM_SCALING")
+	}
+	if total := f.openTotal(); n > len(open) && total-len(open)+n > f.shardLimit() {
+		return nil, shardLimitExceeded(total, f.shardLimit(), n-len(open))
 	}
 	holder := func(k *big.Int) *Shard {
 		for _, sh := range open {

@@ -74,6 +74,9 @@ var ops = map[string]op{
 	"MergeShards":           serve(schemas.MergeShards, (*Fake).MergeShards),
 	"UpdateShardCount":      serve(schemas.UpdateShardCount, (*Fake).UpdateShardCount),
 
+	"IncreaseStreamRetentionPeriod": serve(schemas.IncreaseStreamRetentionPeriod, (*Fake).IncreaseStreamRetentionPeriod),
+	"DecreaseStreamRetentionPeriod": serve(schemas.DecreaseStreamRetentionPeriod, (*Fake).DecreaseStreamRetentionPeriod),
+
 	"RegisterStreamConsumer":   serve(schemas.RegisterStreamConsumer, (*Fake).RegisterStreamConsumer),
 	"DescribeStreamConsumer":   serve(schemas.DescribeStreamConsumer, (*Fake).DescribeStreamConsumer),
 	"ListStreamConsumers":      serve(schemas.ListStreamConsumers, (*Fake).ListStreamConsumers),

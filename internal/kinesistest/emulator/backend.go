@@ -13,13 +13,14 @@ type Backend string
 
 // The emulators the harness can start (docs/KINESIS-NOTES.md §10).
 const (
-	KinesisMock Backend = "kinesis-mock" // npm kinesis-local: the primary backend
-	Kinesalite  Backend = "kinesalite"   // npm kinesalite: second backend, benchmarks
+	Fake        Backend = "fake"         // internal/fake, in the test process: the default, needs only Go
+	KinesisMock Backend = "kinesis-mock" // npm kinesis-local: the parity suite and opt-in runs
+	Kinesalite  Backend = "kinesalite"   // npm kinesalite: the parity suite, opt-in runs, benchmarks
 	Moto        Backend = "moto"         // moto_server: smoke tests only, when on PATH
 )
 
-// Backends lists every known backend, primary first.
-var Backends = []Backend{KinesisMock, Kinesalite, Moto}
+// Backends lists every known backend, the default first.
+var Backends = []Backend{Fake, KinesisMock, Kinesalite, Moto}
 
 // Caps is what a backend can do, so tests can skip what it cannot. The values
 // follow the quirks table of docs/KINESIS-NOTES.md §10.
@@ -50,11 +51,17 @@ type Caps struct {
 	// Throttling: throughput limits are enforced. No emulator does; inject
 	// throttling with internal/kinesistest/faults.
 	Throttling bool
+	// MillisBehind: GetRecords' MillisBehindLatest says how far from the
+	// tip a read is (kinesalite and moto answer 0 always).
+	MillisBehind bool
 	// DescribeLimits is implemented.
 	DescribeLimits bool
 	// Consumers: Register/Describe/DeregisterStreamConsumer work.
-	// SubscribeToShard works on no backend from Go.
 	Consumers bool
+	// SubscribeToShard is served as AWS serves it (the initial response,
+	// the end of a shard with its children), so the SDK reads it without
+	// internal/kinesistest/fanout's Shim in front (only the Fake).
+	SubscribeToShard bool
 	// ShardLimit: Options.ShardLimit is enforced with LimitExceededException.
 	// kinesis-mock counts every shard it still lists toward it, closed ones
 	// included, while AWS (and DescribeLimits' OpenShardCount, on
@@ -74,10 +81,19 @@ type Caps struct {
 // CapsOf returns the capability table of a backend (zero Caps if unknown).
 func CapsOf(b Backend) Caps {
 	switch b {
+	case Fake:
+		// It follows AWS: one account (any key), no stream mode changes,
+		// and its own quotas off, as the emulators' are.
+		return Caps{
+			TimedStates: true, Reshard: true, ChildShards: true, UpdateShardCount: true,
+			OnDemand: true, ARNOnly: true, Paging: true, MaxPageSize: 100, ShardFilter: true, MillisBehind: true,
+			DescribeLimits: true, Consumers: true, SubscribeToShard: true, ShardLimit: true,
+			ValidatesSplitKey: true, RealEndingSequenceNumber: true,
+		}
 	case KinesisMock:
 		return Caps{
 			TimedStates: true, Reshard: true, ChildShards: true, UpdateShardCount: true,
-			OnDemand: true, ARNOnly: true, Paging: true, MaxPageSize: 100, ShardFilter: true,
+			OnDemand: true, ARNOnly: true, Paging: true, MaxPageSize: 100, ShardFilter: true, MillisBehind: true,
 			DescribeLimits: true, Consumers: true, ShardLimit: true, AccountPerKey: true,
 		}
 	case Kinesalite:
@@ -97,6 +113,8 @@ func CapsOf(b Backend) Caps {
 // line saying what is missing and how to get it.
 func Available(b Backend) error {
 	switch b {
+	case Fake:
+		return nil // it is part of the test binary
 	case KinesisMock, Kinesalite:
 		if _, err := exec.LookPath("node"); err != nil {
 			return fmt.Errorf("%s needs node on PATH (Node 20 or later)", b)
@@ -115,7 +133,7 @@ func Available(b Backend) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown emulator backend %q (want %s, %s or %s)", b, KinesisMock, Kinesalite, Moto)
+	return fmt.Errorf("unknown emulator backend %q (want %s, %s, %s or %s)", b, Fake, KinesisMock, Kinesalite, Moto)
 }
 
 // packageDir is the npm package directory of a node backend.

@@ -42,7 +42,7 @@ var ErrPortInUse = errors.New("port in use")
 // Options configures Start. The zero value starts kinesis-mock the way the
 // tests want it.
 type Options struct {
-	// Backend to start; "" means KinesisMock. Main lets
+	// Backend to start; "" means Fake. Main lets
 	// KINESIS_SHARDS_TEST_BACKEND override it.
 	Backend Backend
 	// StateDuration is how long CREATING, DELETING and UPDATING (split,
@@ -74,7 +74,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Backend == "" {
-		o.Backend = KinesisMock
+		o.Backend = Fake
 	}
 	if o.StateDuration == 0 {
 		o.StateDuration = 100 * time.Millisecond
@@ -97,7 +97,7 @@ type Emulator struct {
 	Endpoint    string        // http://127.0.0.1:PORT
 	Backend     Backend       // which emulator
 	Caps        Caps          // what it can do
-	PID         int           // process id; 0 when attached
+	PID         int           // process id; 0 when attached or in process (Fake)
 	LogPath     string        // the emulator's stdout and stderr; "" when attached
 	StartupTime time.Duration // from exec to the first successful ListStreams
 	// KeepLog keeps a temporary log directory on Stop (Main sets it when
@@ -112,8 +112,9 @@ type Emulator struct {
 
 	transport *http.Transport // shared by every Client; see Transport
 
-	mu   sync.Mutex
-	proc *process
+	mu     sync.Mutex
+	proc   *process
+	served *inProcess // the Fake backend's server
 }
 
 // process is one exec of the emulator.
@@ -134,6 +135,9 @@ func Start(ctx context.Context, o Options) (*Emulator, error) {
 		return nil, err
 	}
 	e := &Emulator{Backend: o.Backend, Caps: CapsOf(o.Backend), opts: o, transport: newTransport()}
+	if o.Backend == Fake {
+		return e, e.serve()
+	}
 	if err := e.makeDir(); err != nil {
 		return nil, err
 	}
@@ -196,6 +200,10 @@ func (e *Emulator) Stop() error {
 func (e *Emulator) Restart(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.served != nil {
+		e.served.close()
+		return e.serve()
+	}
 	if e.PID == 0 {
 		return errors.New("emulator: cannot restart an attached emulator")
 	}
@@ -208,6 +216,9 @@ func (e *Emulator) Restart(ctx context.Context) error {
 func (e *Emulator) Running() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.served != nil {
+		return e.served.running()
+	}
 	if e.PID == 0 {
 		return true
 	}
@@ -223,6 +234,11 @@ func (e *Emulator) Running() bool {
 }
 
 func (e *Emulator) stop() error {
+	if e.served != nil {
+		e.transport.CloseIdleConnections()
+		e.served.close()
+		return nil
+	}
 	p := e.proc
 	if p == nil {
 		return nil

@@ -60,6 +60,7 @@ func TestStartStop(t *testing.T) {
 	}{
 		// INITIALIZE_STREAMS lands in the package's account because Start
 		// sets kinesis-mock's AWS_ACCOUNT_ID to it.
+		{Fake, Options{}},
 		{KinesisMock, Options{Env: []string{"INITIALIZE_STREAMS=initialized:3"}}},
 		{Kinesalite, Options{}},
 		{Moto, Options{}},
@@ -129,8 +130,13 @@ func TestStartStop(t *testing.T) {
 			if e.Running() {
 				t.Error("Running after Stop")
 			}
-			assertGone(t, pid)
-			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			if pid != 0 {
+				assertGone(t, pid)
+			}
+			if portAnswers(e.plainPort) {
+				t.Errorf("port %d still answers after Stop", e.plainPort)
+			}
+			if _, err := os.Stat(dir); dir != "" && !os.IsNotExist(err) {
 				t.Errorf("temporary log dir %s left after Stop (%v)", dir, err)
 			}
 		})
@@ -172,7 +178,7 @@ func TestStartExitsEarly(t *testing.T) {
 	t.Run("missing certificate", func(t *testing.T) {
 		needBackend(t, KinesisMock)
 		began := time.Now()
-		_, err := Start(t.Context(), Options{Env: []string{"KINESIS_MOCK_CERT_PATH=/nonexistent/server.json"}})
+		_, err := Start(t.Context(), Options{Backend: KinesisMock, Env: []string{"KINESIS_MOCK_CERT_PATH=/nonexistent/server.json"}})
 		if err == nil {
 			t.Fatal("Start succeeded without a certificate")
 		}
@@ -187,7 +193,7 @@ func TestStartExitsEarly(t *testing.T) {
 	})
 	t.Run("unit-less duration", func(t *testing.T) {
 		needBackend(t, KinesisMock)
-		_, err := Start(t.Context(), Options{Env: []string{"CREATE_STREAM_DURATION=0"}})
+		_, err := Start(t.Context(), Options{Backend: KinesisMock, Env: []string{"CREATE_STREAM_DURATION=0"}})
 		if err == nil || !strings.Contains(err.Error(), "Duration") {
 			t.Fatalf("err = %v, want the log's tail about the Duration", err)
 		}
@@ -221,24 +227,32 @@ func TestStartBindFails(t *testing.T) {
 
 // TestRestart keeps the endpoint, replaces the process and loses the state.
 func TestRestart(t *testing.T) {
-	e := startT(t, Options{Backend: Kinesalite})
-	c := e.Client(t)
-	name := StreamName(t)
-	e.CreateStream(t, c, name, 1)
-	pid, endpoint := e.PID, e.Endpoint
-	if err := e.Restart(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if e.Endpoint != endpoint || e.PID == pid || !e.Running() {
-		t.Fatalf("after Restart: endpoint %s (was %s), pid %d (was %d), running %v", e.Endpoint, endpoint, e.PID, pid, e.Running())
-	}
-	assertGone(t, pid)
-	out, err := c.ListStreams(t.Context(), &kinesis.ListStreamsInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out.StreamNames) != 0 {
-		t.Fatalf("streams after Restart = %v, want none (in-memory state)", out.StreamNames)
+	for _, b := range []Backend{Fake, Kinesalite} {
+		t.Run(string(b), func(t *testing.T) {
+			e := startT(t, Options{Backend: b})
+			c := e.Client(t)
+			name := StreamName(t)
+			e.CreateStream(t, c, name, 1)
+			pid, endpoint := e.PID, e.Endpoint
+			if err := e.Restart(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			// The fake runs in the test process: no pid, before or after.
+			newPID := (b == Fake) == (e.PID == 0) && (b == Fake || e.PID != pid)
+			if e.Endpoint != endpoint || !newPID || !e.Running() || e.Attached() {
+				t.Fatalf("after Restart: endpoint %s (was %s), pid %d (was %d), running %v, attached %v", e.Endpoint, endpoint, e.PID, pid, e.Running(), e.Attached())
+			}
+			if pid != 0 {
+				assertGone(t, pid)
+			}
+			out, err := c.ListStreams(t.Context(), &kinesis.ListStreamsInput{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.StreamNames) != 0 {
+				t.Fatalf("streams after Restart = %v, want none (in-memory state)", out.StreamNames)
+			}
+		})
 	}
 }
 
@@ -300,17 +314,27 @@ func TestMainWithoutNode(t *testing.T) {
 	if os.Getenv(EnvBackend) == string(Moto) || os.Getenv(EnvEndpoint) != "" {
 		t.Skip("checks the node backends started by Main")
 	}
-	run := func(ci string) (string, error) {
+	run := func(ci string, b Backend) (string, error) {
 		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestWaitDeleted$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), "PATH="+t.TempDir(), "CI="+ci)
+		cmd.Env = append(os.Environ(), "PATH="+t.TempDir(), "CI="+ci, EnvBackend+"="+string(b))
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	out, err := run("")
+	node := Backend(os.Getenv(EnvBackend))
+	if node == "" || node == Fake {
+		node = KinesisMock
+	}
+	// The default backend needs nothing but the test binary: with CI set
+	// and no node, the emulator tests run.
+	out, err := run("true", Fake)
+	if err != nil || !strings.Contains(out, "--- PASS: TestWaitDeleted") {
+		t.Errorf("the fake without node, CI set: %v\n%s", err, out)
+	}
+	out, err = run("", node)
 	if err != nil || !strings.Contains(out, "--- SKIP: TestWaitDeleted") || !strings.Contains(out, "needs node on PATH") || strings.Contains(out, "ready at") {
 		t.Errorf("without CI: %v\n%s", err, out)
 	}
-	out, err = run("true")
+	out, err = run("true", node)
 	if err == nil || !strings.Contains(out, "FAIL: emulator:") || strings.Contains(out, "=== RUN") {
 		t.Errorf("with CI: %v\n%s", err, out)
 	}

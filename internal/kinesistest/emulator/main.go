@@ -12,7 +12,7 @@ import (
 
 // Environment variables read by Main and Require.
 const (
-	EnvBackend  = "KINESIS_SHARDS_TEST_BACKEND"  // kinesis-mock (default) | kinesalite | moto
+	EnvBackend  = "KINESIS_SHARDS_TEST_BACKEND"  // fake (default) | kinesis-mock | kinesalite | moto
 	EnvEndpoint = "KINESIS_SHARDS_TEST_ENDPOINT" // use this running emulator, start nothing
 )
 
@@ -46,10 +46,10 @@ func Main(m *testing.M, o Options) int {
 		o.Backend = Backend(b)
 	}
 	if o.Backend == "" {
-		o.Backend = KinesisMock
+		o.Backend = Fake
 	}
 	if !slices.Contains(Backends, o.Backend) {
-		fmt.Fprintf(os.Stderr, "emulator: unknown backend %q in %s (want %s, %s or %s)\n", o.Backend, EnvBackend, KinesisMock, Kinesalite, Moto)
+		fmt.Fprintf(os.Stderr, "emulator: unknown backend %q in %s (want %s, %s, %s or %s)\n", o.Backend, EnvBackend, Fake, KinesisMock, Kinesalite, Moto)
 		return 1
 	}
 	ctx := context.Background()
@@ -75,10 +75,12 @@ func Main(m *testing.M, o Options) int {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
-	fmt.Printf("emulator: %s (pid %d) ready at %s in %v\n", e.Backend, e.PID, e.Endpoint, e.StartupTime.Round(1e6))
+	if e.PID != 0 {
+		fmt.Printf("emulator: %s (pid %d) ready at %s in %v\n", e.Backend, e.PID, e.Endpoint, e.StartupTime.Round(1e6))
+	}
 	current = e
 	code := m.Run()
-	if code != 0 {
+	if code != 0 && e.LogPath != "" {
 		e.KeepLog = true
 		fmt.Fprintf(os.Stderr, "emulator: %s log kept at %s\n", e.Backend, e.LogPath)
 	}

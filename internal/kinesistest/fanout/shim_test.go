@@ -33,8 +33,8 @@ type shimFixture struct {
 func newShimFixture(t *testing.T, shards int, o ShimOptions) *shimFixture {
 	t.Helper()
 	e := emulator.Require(t)
-	if !e.Caps.Consumers {
-		t.Skipf("emulator: %s has no enhanced fan-out", e.Backend)
+	if !e.Caps.Consumers || e.Caps.SubscribeToShard {
+		t.Skipf("the shim is for an emulator with consumers but not AWS's SubscribeToShard; %s is not one", e.Backend)
 	}
 	c := e.Client(t)
 	name := emulator.StreamName(t)

@@ -312,7 +312,7 @@ func (f *Fake) serveSubscribe(w http.ResponseWriter, r *http.Request, body []byt
 	tick := time.NewTicker(eventEvery)
 	defer tick.Stop()
 	for {
-		ev, n, final, err := f.event(sub, in.ConsumerARN)
+		ev, next, final, err := f.event(sub, in.ConsumerARN)
 		if err != nil {
 			var api smithy.APIError
 			if errors.As(err, &api) {
@@ -324,8 +324,8 @@ func (f *Fake) serveSubscribe(w http.ResponseWriter, r *http.Request, body []byt
 		if err != nil || !send(eventMessage("SubscribeToShardEvent", payload)) || final {
 			return
 		}
-		sub.idx += n
-		if n > 0 && ev.MillisBehindLatest != nil && *ev.MillisBehindLatest > 0 {
+		sub.idx = next
+		if len(ev.Records) > 0 && ev.MillisBehindLatest != nil && *ev.MillisBehindLatest > 0 {
 			continue // behind: the next event at once
 		}
 		select {
@@ -338,8 +338,9 @@ func (f *Fake) serveSubscribe(w http.ResponseWriter, r *http.Request, body []byt
 	}
 }
 
-// event is a subscription's next event, how many records it holds and
-// whether it is the last; an error ends the subscription with it.
+// event is a subscription's next event, the record index the one after it
+// starts at (past records trimmed meanwhile too) and whether it is the
+// last; an error ends the subscription with it.
 func (f *Fake) event(sub subscription, consumerARN *string) (*types.SubscribeToShardEvent, int, bool, error) {
 	f.mu.Lock()
 	_, _, cerr := f.consumerByARN(aws.ToString(consumerARN))
@@ -362,7 +363,7 @@ func (f *Fake) event(sub subscription, consumerARN *string) (*types.SubscribeToS
 	final := rd.Closed && !rd.Behind && !f.NeverEnd
 	if final {
 		ev.ChildShards = rd.Children
-		return ev, len(rd.Records), true, nil
+		return ev, rd.Next, true, nil
 	}
 	cont := rd.StartSeq
 	switch {
@@ -372,7 +373,7 @@ func (f *Fake) event(sub subscription, consumerARN *string) (*types.SubscribeToS
 		cont = rd.LastSeq
 	}
 	ev.ContinuationSequenceNumber = aws.String(cont)
-	return ev, len(rd.Records), false, nil
+	return ev, rd.Next, false, nil
 }
 
 // eventMessage is an event of the stream, with a JSON payload.

@@ -29,6 +29,9 @@ type ShardRead struct {
 	// StartSeq is the shard's starting sequence number; LastSeq is that of
 	// the record before the index ("" at index 0).
 	StartSeq, LastSeq string
+	// Next is the index a reader continues from: after these records, or,
+	// when its index had been trimmed, at the oldest record kept.
+	Next int
 }
 
 // ReadShard returns at most limit records of a shard from index idx on.
@@ -48,11 +51,11 @@ func (f *Fake) ReadShard(stream, shard string, idx, limit int) ShardRead {
 		return ShardRead{}
 	}
 	if idx = max(idx, 0); idx < sh.gone {
-		return ShardRead{Listed: true, Behind: true, Closed: sh.Closed, StartSeq: sh.startSeq, LastSeq: sh.goneSeq}
+		return ShardRead{Listed: true, Behind: true, Closed: sh.Closed, StartSeq: sh.startSeq, LastSeq: sh.goneSeq, Next: sh.gone}
 	}
 	idx = min(idx-sh.gone, len(sh.Records))
 	end := min(idx+limit, len(sh.Records))
-	r := ShardRead{Listed: true, Behind: end < len(sh.Records), Closed: sh.Closed, StartSeq: sh.startSeq, LastSeq: sh.goneSeq}
+	r := ShardRead{Listed: true, Behind: end < len(sh.Records), Closed: sh.Closed, StartSeq: sh.startSeq, LastSeq: sh.goneSeq, Next: sh.gone + end}
 	for _, rec := range sh.Records[idx:end] {
 		rec.Data = slices.Clone(rec.Data)
 		r.Records = append(r.Records, rec)

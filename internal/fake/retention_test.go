@@ -111,8 +111,14 @@ func TestRetentionTrimsByAge(t *testing.T) {
 	if rd := f.ReadShard("s", sh, idx, 10); !ok || err != nil || len(rd.Records) != 2 || rd.LastSeq != seqs[1] {
 		t.Errorf("StartIndex %d %v %v; ReadShard %+v", idx, ok, err, rd)
 	}
-	if rd := f.ReadShard("s", sh, 0, 10); !rd.Listed || !rd.Behind || len(rd.Records) != 0 || rd.LastSeq != seqs[1] {
-		t.Errorf("ReadShard at a trimmed index: %+v, want no records, behind, after %s", rd, seqs[1])
+	rd := f.ReadShard("s", sh, 0, 10)
+	if !rd.Listed || !rd.Behind || len(rd.Records) != 0 || rd.LastSeq != seqs[1] || rd.Next != idx {
+		t.Errorf("ReadShard at a trimmed index: %+v, want no records, behind, after %s, next at %d", rd, seqs[1], idx)
+	}
+	// A subscription continues from the oldest record kept, not one
+	// record at a time through what was trimmed.
+	if rd = f.ReadShard("s", sh, rd.Next, 10); len(rd.Records) != 2 || rd.Next != idx+2 {
+		t.Errorf("ReadShard from Next: %+v, want the 2 records kept, then index %d", rd, idx+2)
 	}
 }
 

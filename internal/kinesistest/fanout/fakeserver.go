@@ -229,11 +229,11 @@ func (s *FakeServer) stream(w http.ResponseWriter, r *http.Request, stream, shar
 		}) {
 			return
 		}
-		msg, n, final := s.event(stream, shard, idx)
+		msg, next, final := s.event(stream, shard, idx)
 		if !send(msg) || final {
 			return
 		}
-		idx += n
+		idx = next
 		select {
 		case <-tick.C:
 		case <-lifetime.C:
@@ -246,8 +246,8 @@ func (s *FakeServer) stream(w http.ResponseWriter, r *http.Request, stream, shar
 	}
 }
 
-// event is the next event of a subscription at record index idx, how many
-// records it holds, and whether it is the last.
+// event is the next event of a subscription at record index idx, the
+// index the one after it starts at, and whether it is the last.
 func (s *FakeServer) event(stream, shard string, idx int) (eventstream.Message, int, bool) {
 	rd := s.f.ReadShard(stream, shard, idx, s.opts.MaxEventRecords)
 	if !rd.Listed {
@@ -276,5 +276,5 @@ func (s *FakeServer) event(stream, shard string, idx int) (eventstream.Message, 
 		ev.ContinuationSequenceNumber = &cont
 	}
 	msg, _ := subscribeEventMessage(ev)
-	return msg, len(rd.Records), final
+	return msg, rd.Next, final
 }

@@ -32,6 +32,9 @@ func TestDashboardLag(t *testing.T) {
 		shard, seq := f.Put("orders", "k"+itoa(i), []byte("x"))
 		seqs[shard] = append(seqs[shard], seq)
 	}
+	// Read a second after the writes: the first record left unread on
+	// shard 0 is a second old.
+	f.Now = func() time.Time { return fixedNow().Add(time.Second) }
 	// 0 at its first record (two more after it), 3 at its last, 1 done;
 	// 5 waits for 2 and 4, which are not finished.
 	f.lagSource = memCheckpoint{
@@ -45,9 +48,8 @@ func TestDashboardLag(t *testing.T) {
 	d.loaded()
 	d.until("the lag", func() bool { return d.m.stream.lag != nil })
 	d.mustContain("LAG")
-	// The fake answers MillisBehindLatest 1000 while records follow the
-	// one returned, 0 at the tip (as the service does: the figure is the
-	// answer's distance from the tip).
+	// The fake answers MillisBehindLatest as the service does: the age of
+	// the first record left unread, 0 at the tip.
 	want := map[string]string{"0": "1s", "3": "0s", "5": "blocked", "1": "done", "2": "0s", "4": "0s"}
 	if got := lagCells(t, d); !maps.Equal(got, want) {
 		t.Fatalf("LAG %v, want %v", got, want)
@@ -62,6 +64,7 @@ func TestDashboardLag(t *testing.T) {
 			n++
 		}
 	}
+	f.Now = func() time.Time { return fixedNow().Add(2 * time.Second) } // they are a second old
 	d.keys("r")
 	d.until("the new lag", func() bool { return lagCells(t, d)["3"] == "1s" })
 
